@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"anet.dev/anet/pkg/control"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show the node: identity, helpers, keys configured, budget, warnings",
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(c *cli.Context) error {
+			var st control.Status
+			if err := call(c, "GET", "/v1/status", nil, &st); err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(st)
+			}
+			printStatus(st)
+			return nil
+		},
+	}
+}
+
+func printStatus(st control.Status) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "aid:\t%s\n", st.AID)
+	fmt.Fprintf(w, "anetd:\t%s, pid %d, up %s\n", st.Version, st.PID, (time.Duration(st.UptimeSeconds) * time.Second).String())
+	fmt.Fprintf(w, "config:\t%s\n", st.ConfigPath)
+	keyed := "none"
+	if len(st.ProvidersKeyed) > 0 {
+		keyed = strings.Join(st.ProvidersKeyed, ", ")
+	}
+	fmt.Fprintf(w, "keys for:\t%s\n", keyed)
+	b := st.Budget
+	fmt.Fprintf(w, "budget:\t%d of %d untrusted runs used today (%d per peer), %d left; day ends %s\n",
+		b.RunsToday, b.RunsPerDay, b.RunsPerPeerPerDay, b.Left, b.DayEnds.Local().Format("2006-01-02 15:04 MST"))
+	w.Flush()
+	fmt.Println("helpers:")
+	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, h := range st.Helpers {
+		line := fmt.Sprintf("  %s\t%s\tpid %d\trestarts %d", h.Name, h.State, h.PID, h.Restarts)
+		if h.LastError != "" {
+			line += "\tlast error: " + h.LastError
+		}
+		fmt.Fprintln(w, line)
+	}
+	w.Flush()
+	if len(st.Warnings) == 0 {
+		fmt.Println("warnings: none")
+		return
+	}
+	fmt.Println("warnings:")
+	for _, wn := range st.Warnings {
+		line := fmt.Sprintf("  %s: %s", wn.Code, wn.Text)
+		if wn.Detail != "" {
+			line += " (" + wn.Detail + ")"
+		}
+		fmt.Println(line)
+	}
+}

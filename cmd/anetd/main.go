@@ -1,0 +1,62 @@
+// Command anetd is the ANet node daemon. It runs unprivileged, as the operator's user. See
+// pkg/node for what it does; this file only parses flags and wires.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"anet.dev/anet/pkg/logging"
+	"anet.dev/anet/pkg/node"
+)
+
+// version is set by the linker for releases.
+var version = "dev"
+
+func main() {
+	app := &cli.App{
+		Name:      "anetd",
+		Usage:     "the ANet node daemon",
+		Version:   version,
+		ArgsUsage: " ",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "config file (default $XDG_CONFIG_HOME/anet/config.yaml)"},
+			&cli.StringFlag{Name: "helper-dir", Usage: "directory holding anet-sandboxd and anet-egress (default: beside anetd)"},
+			&cli.BoolFlag{Name: "check", Usage: "check the configuration and exit"},
+		},
+		HideHelpCommand: true,
+		Action:          run,
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintf(os.Stderr, "anetd: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", c.Args().First())
+	}
+	o := node.Options{ConfigPath: c.String("config"), HelperDir: c.String("helper-dir"), Env: os.Getenv, Version: version}
+	if c.Bool("check") {
+		p, _, err := node.Load(o)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("configuration %s is valid\n", p.ConfigFile)
+		return nil
+	}
+	// The log level comes from the config; a config error is printed by main.
+	_, cfg, err := node.Load(o)
+	if err != nil {
+		return err
+	}
+	log := logging.New(os.Stderr, cfg.LogLevel.Slog())
+	// Packages that log through the default logger get the same handler and redaction.
+	slog.SetDefault(log)
+	return node.Run(context.Background(), o, log)
+}

@@ -1,0 +1,162 @@
+// Package testharness runs a test binary as an unprivileged user with real, delegated
+// resources, so that tests exercise the node the way it runs in production: unprivileged.
+//
+// CI runs as root. A test package that checks the daemon or the sandbox calls Main from its
+// TestMain. As root, Main does the root-only set-up that the product must never assume (a
+// user, a delegated cgroup subtree), builds the binaries the tests need, and re-executes the
+// test binary as that user. As an ordinary user it builds the binaries and runs the tests
+// directly. The product itself never runs anything here as root.
+package testharness
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// User is the unprivileged account the harness creates when it runs as root.
+const User = "anettest"
+
+// Environment variables through which the root side tells the unprivileged side what it set up.
+const (
+	envChild     = "ANET_TEST_UNPRIV"
+	envBinDir    = "ANET_TEST_BIN_DIR"
+	envCgMemory  = "ANET_TEST_CGROUP_MEMORY"
+	envCgPids    = "ANET_TEST_CGROUP_PIDS"
+	envModRoot   = "ANET_TEST_MODULE_ROOT"
+	envPkgSource = "ANET_TEST_PKG_DIR"
+)
+
+// Build names one program to build before the tests run.
+type Build struct {
+	// Name is the output file name in BinDir.
+	Name string
+	// Pkg is the package path relative to the module root, e.g. "./cmd/anetd".
+	Pkg string
+	// Tags are extra build tags (e.g. "anettest" for test-only hooks).
+	Tags []string
+}
+
+// Options says what a test package needs.
+type Options struct {
+	// Builds are compiled (as the invoking user, so root's module cache is used) into BinDir.
+	Builds []Build
+	// Cgroup asks, when running as root, for a cgroup v1 memory+pids subtree delegated to the
+	// test user by ownership, with the test process moved into it.
+	Cgroup bool
+}
+
+// Binaries is the usual set: the four release binaries.
+var Binaries = []Build{
+	{Name: "anetd", Pkg: "./cmd/anetd"},
+	{Name: "anet", Pkg: "./cmd/anet"},
+	{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"},
+	{Name: "anet-egress", Pkg: "./cmd/anet-egress"},
+}
+
+// Main runs the tests as described in the package comment and exits.
+func Main(m *testing.M, o Options) {
+	os.Exit(run(m, o))
+}
+
+func run(m *testing.M, o Options) int {
+	if os.Getenv(envChild) == "1" {
+		if err := childSetup(o); err != nil {
+			fmt.Fprintf(os.Stderr, "testharness (unprivileged side): %v\n", err)
+			return 2
+		}
+		return m.Run()
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
+		return 2
+	}
+	work, err := os.MkdirTemp("", "anet-harness-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
+		return 2
+	}
+	defer os.RemoveAll(work)
+	binDir := filepath.Join(work, "bin")
+	if err := buildAll(root, binDir, o.Builds); err != nil {
+		fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
+		return 2
+	}
+	if os.Geteuid() != 0 {
+		os.Setenv(envBinDir, binDir)
+		os.Setenv(envModRoot, root)
+		return m.Run()
+	}
+	code, err := runAsUser(work, binDir, root, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
+		return 2
+	}
+	return code
+}
+
+// BinDir is where the requested programs were built.
+func BinDir() string { return os.Getenv(envBinDir) }
+
+// Bin returns the path of a built program, failing the test if it was not built.
+func Bin(t testing.TB, name string) string {
+	t.Helper()
+	dir := BinDir()
+	if dir == "" {
+		t.Fatalf("testharness: no binaries were built; call testharness.Main from TestMain with Builds")
+	}
+	p := filepath.Join(dir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("testharness: %s was not built: %v", name, err)
+	}
+	return p
+}
+
+// ModuleRoot is the source tree's root (read-only for the tests).
+func ModuleRoot() string { return os.Getenv(envModRoot) }
+
+// CgroupDelegated reports whether the harness delegated a cgroup v1 memory+pids subtree to this
+// process (as root set-up). Tests of the cgroupfs limits path require it and fail loudly
+// without it.
+func CgroupDelegated() bool { return os.Getenv(envCgMemory) != "" && os.Getenv(envCgPids) != "" }
+
+// Unprivileged reports whether the tests run as a non-root user.
+func Unprivileged() bool { return os.Geteuid() != 0 }
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the module (go env GOMOD = %q)", mod)
+	}
+	return filepath.Dir(mod), nil
+}
+
+func buildAll(root, binDir string, builds []Build) error {
+	if len(builds) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return err
+	}
+	for _, b := range builds {
+		args := []string{"build", "-o", filepath.Join(binDir, b.Name)}
+		if len(b.Tags) > 0 {
+			args = append(args, "-tags", strings.Join(b.Tags, ","))
+		}
+		args = append(args, b.Pkg)
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return nil
+}

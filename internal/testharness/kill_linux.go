@@ -1,0 +1,5 @@
+package testharness
+
+import "syscall"
+
+func killPid(pid int) { syscall.Kill(pid, syscall.SIGKILL) }

@@ -1,0 +1,165 @@
+// Package config is the node's configuration: the YAML schema with its defaults, conversion of
+// the file's strings into typed values, validation whose errors name file, line, key and the
+// allowed values, the XDG paths the node uses, and the permission checks on private
+// directories and the keys file.
+//
+// The file is parsed as a yaml.v3 node tree rather than unmarshalled into a struct, so that
+// unknown keys, duplicate keys and wrong types are errors with line numbers at every level, and
+// so that `anet config set` can change one value while keeping the operator's comments.
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config is the node's effective configuration. Values are typed: the file's strings are
+// converted once, in Parse; Validate checks a Config however it was built.
+type Config struct {
+	// Listen is the peer listener address (host:port); "" disables the listener.
+	Listen string
+	// KeysFile overrides <config dir>/keys.yaml when not empty (an absolute path).
+	KeysFile string
+	// LogLevel is the daemon's log level.
+	LogLevel LogLevel
+	// AutoReply is the `auto_reply` section.
+	AutoReply AutoReply
+}
+
+// AutoReply is the `auto_reply` section: how tasks from peers are answered automatically.
+type AutoReply struct {
+	Backend Backend
+	Agent   Agent
+	// Trusted is the mode for peers in the trust list (P4): direct, sandbox or off.
+	Trusted Mode
+	// Untrusted is the mode for every other peer (P1): sandbox or off.
+	Untrusted Mode
+	// Model is the pinned model (E2); "" means the upstream's cheapest model.
+	Model string
+	// APIBase is the model service for agents that need one (E10); "" when unset.
+	APIBase string
+	// APITimeout caps a run's wall clock (S6); the file holds it as api_timeout_seconds.
+	APITimeout time.Duration
+	// WorkDir overrides the unsandboxed work root (S3); "" means <cache>/anet/work.
+	WorkDir string
+	// WorkRetention is how long a work directory is kept after its run (S3).
+	WorkRetention time.Duration
+	// EgressAllow lists the host names a sandboxed run may reach (H1–H3); nil when empty.
+	EgressAllow []string
+	Sandbox     SandboxLimits
+}
+
+// SandboxLimits is the `auto_reply.sandbox` section (B2, S6).
+type SandboxLimits struct {
+	RunsPerDay        int
+	RunsPerPeerPerDay int
+	// MemoryMax and DiskMax are in bytes.
+	MemoryMax int64
+	TasksMax  int
+	DiskMax   int64
+}
+
+// LogLevel is the daemon's log level.
+type LogLevel string
+
+// Log levels.
+const (
+	LogDebug LogLevel = "debug"
+	LogInfo  LogLevel = "info"
+	LogWarn  LogLevel = "warn"
+	LogError LogLevel = "error"
+)
+
+// Slog returns the slog level for l; an unknown level maps to info (Validate refuses it).
+func (l LogLevel) Slog() slog.Level {
+	switch l {
+	case LogDebug:
+		return slog.LevelDebug
+	case LogWarn:
+		return slog.LevelWarn
+	case LogError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Backend answers a task: by running an agent program (exec) or by calling a model API.
+type Backend string
+
+// Backends.
+const (
+	BackendExec   Backend = "exec"
+	BackendOpenAI Backend = "openai"
+)
+
+// Agent is the coding agent the exec backend runs.
+type Agent string
+
+// Agents (E10 gives each one's upstream).
+const (
+	AgentClaude   Agent = "claude"
+	AgentCodex    Agent = "codex"
+	AgentOpencode Agent = "opencode"
+	AgentHermes   Agent = "hermes"
+	AgentOpenclaw Agent = "openclaw"
+	AgentCursor   Agent = "cursor"
+)
+
+// Mode says how turns for a class of peers run (P1, P4).
+type Mode string
+
+// Modes. ModeDirect is allowed only for trusted peers.
+const (
+	ModeDirect  Mode = "direct"
+	ModeSandbox Mode = "sandbox"
+	ModeOff     Mode = "off"
+)
+
+// Allowed values, in the order error messages list them.
+var (
+	logLevels      = []LogLevel{LogDebug, LogInfo, LogWarn, LogError}
+	backends       = []Backend{BackendExec, BackendOpenAI}
+	agents         = []Agent{AgentClaude, AgentCodex, AgentOpencode, AgentHermes, AgentOpenclaw, AgentCursor}
+	trustedModes   = []Mode{ModeDirect, ModeSandbox, ModeOff}
+	untrustedModes = []Mode{ModeSandbox, ModeOff}
+)
+
+// Size units accepted in the file.
+const (
+	KiB int64 = 1 << 10
+	MiB int64 = 1 << 20
+	GiB int64 = 1 << 30
+)
+
+// Limits on values (the schema's comments in the brief and S6).
+const (
+	minAPITimeout  = time.Second
+	maxAPITimeout  = 86400 * time.Second
+	minMemoryMax   = 16 * MiB
+	minTasksMax    = 8
+	minDiskMax     = 1 * MiB
+	maxEgressAllow = 64
+)
+
+// Default returns the configuration used for every key the file does not set.
+func Default() Config {
+	return Config{
+		Listen:   "127.0.0.1:7420",
+		LogLevel: LogInfo,
+		AutoReply: AutoReply{
+			Backend:       BackendExec,
+			Agent:         AgentClaude,
+			Trusted:       ModeDirect,
+			Untrusted:     ModeSandbox,
+			APITimeout:    180 * time.Second,
+			WorkRetention: 168 * time.Hour,
+			Sandbox: SandboxLimits{
+				RunsPerDay:        20,
+				RunsPerPeerPerDay: 5,
+				MemoryMax:         2 * GiB,
+				TasksMax:          256,
+				DiskMax:           2 * GiB,
+			},
+		},
+	}
+}

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Paths are the node's files and directories. Every directory ends in /anet.
+type Paths struct {
+	ConfigDir  string // $XDG_CONFIG_HOME/anet
+	ConfigFile string // ConfigDir/config.yaml
+	KeysFile   string // ConfigDir/keys.yaml, or the config's keys_file (see WithConfig)
+	DataDir    string // $XDG_DATA_HOME/anet: store, identity
+	RuntimeDir string // $XDG_RUNTIME_DIR/anet: control socket and token, run endpoints
+	CacheDir   string // $XDG_CACHE_HOME/anet: work directories
+}
+
+// DefaultPaths computes the paths from the XDG variables read through env (os.Getenv when
+// nil), falling back to $HOME/.config, $HOME/.local/share and $HOME/.cache. Relative XDG
+// values are ignored, as the XDG spec asks.
+//
+// Without XDG_RUNTIME_DIR (no login session, e.g. a container or a cron job) there is no
+// per-user runtime directory, so RuntimeDir falls back to <os.TempDir()>/anet-<uid>. The
+// temporary directory is shared with every user: anyone could create that name first, so
+// callers must create it with EnsurePrivateDir, which refuses a directory owned by another
+// user or open to others rather than putting the control socket and token in it.
+func DefaultPaths(env func(string) string) (Paths, error) {
+	if env == nil {
+		env = os.Getenv
+	}
+	home := env("HOME")
+	xdg := func(name, fallback string) (string, error) {
+		if v := env(name); filepath.IsAbs(v) {
+			return filepath.Join(v, "anet"), nil
+		}
+		if !filepath.IsAbs(home) {
+			return "", fmt.Errorf("default paths: %s is not set and HOME %q is not an absolute path", name, home)
+		}
+		return filepath.Join(home, fallback, "anet"), nil
+	}
+	var p Paths
+	var err error
+	if p.ConfigDir, err = xdg("XDG_CONFIG_HOME", ".config"); err != nil {
+		return Paths{}, err
+	}
+	if p.DataDir, err = xdg("XDG_DATA_HOME", filepath.Join(".local", "share")); err != nil {
+		return Paths{}, err
+	}
+	if p.CacheDir, err = xdg("XDG_CACHE_HOME", ".cache"); err != nil {
+		return Paths{}, err
+	}
+	if v := env("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
+		p.RuntimeDir = filepath.Join(v, "anet")
+	} else {
+		p.RuntimeDir = filepath.Join(os.TempDir(), "anet-"+strconv.Itoa(os.Getuid()))
+	}
+	p.ConfigFile = filepath.Join(p.ConfigDir, "config.yaml")
+	p.KeysFile = filepath.Join(p.ConfigDir, "keys.yaml")
+	return p, nil
+}
+
+// WithConfig returns p with the keys file the configuration names, if it names one.
+func (p Paths) WithConfig(c Config) Paths {
+	if c.KeysFile != "" {
+		p.KeysFile = filepath.Clean(c.KeysFile)
+	}
+	return p
+}
+
+// ControlSocket is the control socket's path.
+func (p Paths) ControlSocket() string { return filepath.Join(p.RuntimeDir, "control.sock") }
+
+// ControlToken is the control token's path.
+func (p Paths) ControlToken() string { return filepath.Join(p.RuntimeDir, "control.token") }
+
+// Store is the SQLite store's path.
+func (p Paths) Store() string { return filepath.Join(p.DataDir, "anet.db") }
+
+// IdentityKey is the node key's path.
+func (p Paths) IdentityKey() string { return filepath.Join(p.DataDir, "identity.key") }
+
+// WorkRoot is the root of unsandboxed runs' work directories: auto_reply.work_dir when set,
+// else CacheDir/work (S3).
+func (p Paths) WorkRoot(c Config) string {
+	if c.AutoReply.WorkDir != "" {
+		return filepath.Clean(c.AutoReply.WorkDir)
+	}
+	return filepath.Join(p.CacheDir, "work")
+}
+
+// SandboxWorkRoot is the root of sandboxed runs' work directories (S3).
+func (p Paths) SandboxWorkRoot() string { return filepath.Join(p.CacheDir, "work-sandbox") }
+
+// CheckWorkRoots refuses work roots that are equal or nested in each other (S3): whatever an
+// untrusted peer's run leaves must never appear in a directory an unsandboxed agent starts in,
+// and the reverse. Paths are compared as written and, where they exist, with symlinks resolved.
+func (p Paths) CheckWorkRoots(c Config) error {
+	work, sandbox := p.WorkRoot(c), p.SandboxWorkRoot()
+	for _, w := range withResolved(work) {
+		for _, s := range withResolved(sandbox) {
+			if within(w, s) || within(s, w) {
+				return &Error{Key: "auto_reply.work_dir", Msg: fmt.Sprintf(
+					"the unsandboxed work root %s and the sandboxed work root %s overlap; they must not be nested in each other (S3)",
+					work, sandbox)}
+			}
+		}
+	}
+	return nil
+}
+
+// withResolved returns path and, when it (or its deepest existing parent) resolves to
+// something else, the resolved form.
+func withResolved(path string) []string {
+	out := []string{filepath.Clean(path)}
+	dir, rest := filepath.Clean(path), ""
+	for {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			r = filepath.Join(r, rest)
+			if r != out[0] {
+				out = append(out, r)
+			}
+			return out
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return out
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// Resolve loads the node's configuration the way anetd and the CLI do: the default paths from
+// env, the config file (missing = defaults), the keys file override and the work-root check.
+func Resolve(env func(string) string) (Paths, Config, error) {
+	p, err := DefaultPaths(env)
+	if err != nil {
+		return Paths{}, Config{}, err
+	}
+	c, err := Load(p.ConfigFile)
+	if err != nil {
+		return Paths{}, Config{}, err
+	}
+	p = p.WithConfig(c)
+	if err := p.CheckWorkRoots(c); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.File = p.ConfigFile
+		}
+		return Paths{}, Config{}, err
+	}
+	return p, c, nil
+}

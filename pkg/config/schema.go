@@ -1,0 +1,255 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// field is one key of the schema: a section (children) or a leaf that converts its YAML value
+// into the typed Config and back. Decoding only converts; ranges and allowed values are
+// checked by Validate, so that a Config built in code meets the same rules.
+type field struct {
+	name     string
+	children []*field
+	list     bool // a list of strings (egress_allow): Set takes comma-separated values
+	integer  bool // Set writes the value as a YAML integer
+	decode   func(c *Config, n *yaml.Node) error
+	format   func(c Config) string // scalars only
+	items    func(c Config) []string
+}
+
+var schema = &field{children: []*field{
+	strField("listen", func(c *Config) *string { return &c.Listen }),
+	strField("keys_file", func(c *Config) *string { return &c.KeysFile }),
+	enumField("log_level", func(c *Config) *LogLevel { return &c.LogLevel }),
+	{name: "auto_reply", children: []*field{
+		enumField("backend", func(c *Config) *Backend { return &c.AutoReply.Backend }),
+		enumField("agent", func(c *Config) *Agent { return &c.AutoReply.Agent }),
+		enumField("trusted", func(c *Config) *Mode { return &c.AutoReply.Trusted }),
+		enumField("untrusted", func(c *Config) *Mode { return &c.AutoReply.Untrusted }),
+		strField("model", func(c *Config) *string { return &c.AutoReply.Model }),
+		strField("api_base", func(c *Config) *string { return &c.AutoReply.APIBase }),
+		secondsField("api_timeout_seconds", func(c *Config) *time.Duration { return &c.AutoReply.APITimeout }),
+		strField("work_dir", func(c *Config) *string { return &c.AutoReply.WorkDir }),
+		durationField("work_retention", func(c *Config) *time.Duration { return &c.AutoReply.WorkRetention }),
+		listField("egress_allow", func(c *Config) *[]string { return &c.AutoReply.EgressAllow }),
+		{name: "sandbox", children: []*field{
+			intField("runs_per_day", func(c *Config) *int { return &c.AutoReply.Sandbox.RunsPerDay }),
+			intField("runs_per_peer_per_day", func(c *Config) *int { return &c.AutoReply.Sandbox.RunsPerPeerPerDay }),
+			sizeField("memory_max", func(c *Config) *int64 { return &c.AutoReply.Sandbox.MemoryMax }),
+			intField("tasks_max", func(c *Config) *int { return &c.AutoReply.Sandbox.TasksMax }),
+			sizeField("disk_max", func(c *Config) *int64 { return &c.AutoReply.Sandbox.DiskMax }),
+		}},
+	}},
+}}
+
+// lookup finds the field at a dotted key path.
+func lookup(key string) (*field, error) {
+	f := schema
+	var path []string
+	for _, part := range strings.Split(key, ".") {
+		next := f.child(part)
+		if next == nil {
+			return nil, unknownKey(f, append(path, part))
+		}
+		path = append(path, part)
+		f = next
+	}
+	return f, nil
+}
+
+func (f *field) child(name string) *field {
+	for _, c := range f.children {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (f *field) known() string {
+	names := make([]string, len(f.children))
+	for i, c := range f.children {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}
+
+func unknownKey(parent *field, path []string) error {
+	return &Error{Key: strings.Join(path, "."), bare: true,
+		Msg: fmt.Sprintf("unknown key %q (known: %s)", strings.Join(path, "."), parent.known())}
+}
+
+// describe names what a node holds, for "expected X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.ShortTag() {
+	case "!!null":
+		return "no value"
+	case "!!int":
+		return fmt.Sprintf("the integer %s (quote it to make it a string)", n.Value)
+	case "!!float":
+		return fmt.Sprintf("the number %s", n.Value)
+	case "!!bool":
+		return fmt.Sprintf("the boolean %s", n.Value)
+	case "!!str":
+		return fmt.Sprintf("the string %q", n.Value)
+	}
+	return fmt.Sprintf("a value tagged %s", n.ShortTag())
+}
+
+func scalarString(n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return "", fmt.Errorf("expected a string, got %s", describe(n))
+	}
+	return n.Value, nil
+}
+
+func strField(name string, ptr func(*Config) *string) *field {
+	return &field{name: name,
+		decode: func(c *Config, n *yaml.Node) error {
+			s, err := scalarString(n)
+			*ptr(c) = s
+			return err
+		},
+		format: func(c Config) string { return *ptr(&c) },
+	}
+}
+
+func enumField[T ~string](name string, ptr func(*Config) *T) *field {
+	return &field{name: name,
+		decode: func(c *Config, n *yaml.Node) error {
+			s, err := scalarString(n)
+			*ptr(c) = T(s)
+			return err
+		},
+		format: func(c Config) string { return string(*ptr(&c)) },
+	}
+}
+
+func intValue(n *yaml.Node) (int64, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return 0, fmt.Errorf("expected an integer, got %s", describe(n))
+	}
+	var v int64
+	if err := n.Decode(&v); err != nil {
+		return 0, fmt.Errorf("%s is not an integer that fits in 64 bits", n.Value)
+	}
+	return v, nil
+}
+
+func intField(name string, ptr func(*Config) *int) *field {
+	return &field{name: name, integer: true,
+		decode: func(c *Config, n *yaml.Node) error {
+			v, err := intValue(n)
+			if err == nil && int64(int(v)) != v {
+				err = fmt.Errorf("%s is too large", n.Value)
+			}
+			*ptr(c) = int(v)
+			return err
+		},
+		format: func(c Config) string { return strconv.Itoa(*ptr(&c)) },
+	}
+}
+
+func secondsField(name string, ptr func(*Config) *time.Duration) *field {
+	return &field{name: name, integer: true,
+		decode: func(c *Config, n *yaml.Node) error {
+			v, err := intValue(n)
+			if err != nil {
+				return err
+			}
+			// Refuse here what would overflow the multiplication into a plausible value.
+			if v < -(1<<31) || v > 1<<31 {
+				return fmt.Errorf("%s is out of range (allowed: whole seconds, 1 to 86400)", n.Value)
+			}
+			*ptr(c) = time.Duration(v) * time.Second
+			return nil
+		},
+		format: func(c Config) string { return strconv.FormatInt(int64(*ptr(&c)/time.Second), 10) },
+	}
+}
+
+// unitScalar returns the text of a scalar that may be written as a number or a string (sizes
+// and durations: `disk_max: 1048576` and `work_retention: 0` are fine unquoted).
+func unitScalar(n *yaml.Node, what string) (string, error) {
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int") {
+		return "", fmt.Errorf("expected %s, got %s", what, describe(n))
+	}
+	return n.Value, nil
+}
+
+func durationField(name string, ptr func(*Config) *time.Duration) *field {
+	return &field{name: name,
+		decode: func(c *Config, n *yaml.Node) error {
+			s, err := unitScalar(n, "a duration such as 168h or 7d")
+			if err != nil {
+				return err
+			}
+			d, err := ParseDuration(s)
+			*ptr(c) = d
+			return err
+		},
+		format: func(c Config) string { return FormatDuration(*ptr(&c)) },
+	}
+}
+
+func sizeField(name string, ptr func(*Config) *int64) *field {
+	return &field{name: name,
+		decode: func(c *Config, n *yaml.Node) error {
+			s, err := unitScalar(n, "a size such as 2GiB")
+			if err != nil {
+				return err
+			}
+			v, err := ParseSize(s)
+			*ptr(c) = v
+			return err
+		},
+		format: func(c Config) string { return FormatSize(*ptr(&c)) },
+	}
+}
+
+// itemError reports a problem in one list item, on that item's own line.
+type itemError struct {
+	line int
+	err  error
+}
+
+func (e *itemError) Error() string { return e.err.Error() }
+
+func listField(name string, ptr func(*Config) *[]string) *field {
+	return &field{name: name, list: true,
+		decode: func(c *Config, n *yaml.Node) error {
+			// An empty `egress_allow:` (every entry commented out) means an empty list.
+			if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+				*ptr(c) = nil
+				return nil
+			}
+			if n.Kind != yaml.SequenceNode {
+				return fmt.Errorf("expected a list of host names, got %s", describe(n))
+			}
+			var out []string
+			for i, item := range n.Content {
+				s, err := scalarString(item)
+				if err != nil {
+					return &itemError{line: item.Line, err: fmt.Errorf("item %d: %w", i+1, err)}
+				}
+				out = append(out, s)
+			}
+			*ptr(c) = out
+			return nil
+		},
+		items: func(c Config) []string { return *ptr(&c) },
+	}
+}

@@ -1,0 +1,113 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Validate checks every rule on c: allowed values, ranges, formats and the cross-field rules
+// (egress_allow against api_base, H3; the claude agent's upstream, E10). Parse runs it too;
+// it is exported so that a Config built in code is held to the same rules (fail closed twice).
+// The work-root rule (S3) needs the paths: see Paths.CheckWorkRoots.
+func (c Config) Validate() error {
+	if errs := c.issues(); len(errs) > 0 {
+		return joinErrors(errs)
+	}
+	return nil
+}
+
+func (c Config) issues() []*Error {
+	var errs []*Error
+	add := func(key string, err error) {
+		if err != nil {
+			errs = append(errs, &Error{Key: key, Msg: err.Error()})
+		}
+	}
+	a := c.AutoReply
+	add("listen", checkListen(c.Listen))
+	add("keys_file", checkAbsPath(c.KeysFile))
+	add("log_level", oneOf(c.LogLevel, logLevels))
+	add("auto_reply.backend", oneOf(a.Backend, backends))
+	add("auto_reply.agent", oneOf(a.Agent, agents))
+	add("auto_reply.trusted", oneOf(a.Trusted, trustedModes))
+	add("auto_reply.untrusted", oneOf(a.Untrusted, untrustedModes))
+	add("auto_reply.model", checkModel(a.Model))
+	apiHost := ""
+	if a.APIBase != "" {
+		var err error
+		apiHost, err = checkAPIBase(a.APIBase)
+		add("auto_reply.api_base", err)
+		if err == nil && a.Agent == AgentClaude && apiHost != "api.anthropic.com" && !isLoopbackHost(apiHost) {
+			add("auto_reply.api_base", fmt.Errorf("agent claude always uses api.anthropic.com; a different api_base (host %q) is refused (E10); remove api_base or choose another agent", apiHost))
+		}
+	}
+	if a.APITimeout < minAPITimeout || a.APITimeout > maxAPITimeout || a.APITimeout%time.Second != 0 {
+		add("auto_reply.api_timeout_seconds", fmt.Errorf("%s is out of range (allowed: whole seconds, 1 to 86400)", fmtSeconds(a.APITimeout)))
+	}
+	add("auto_reply.work_dir", checkAbsPath(a.WorkDir))
+	if a.WorkRetention < 0 {
+		add("auto_reply.work_retention", fmt.Errorf("%s is negative (allowed: 0 or more, e.g. 168h or 7d)", a.WorkRetention))
+	}
+	if err := ValidateEgressAllow(a.EgressAllow, a.APIBase); err != nil {
+		for _, e := range unjoin(err) {
+			var ee *EgressError
+			if !errors.As(e, &ee) {
+				continue
+			}
+			msg := fmt.Sprintf("%s (%s)", ee.Msg, ee.Rule)
+			at := ""
+			if ee.Index >= 0 {
+				msg = fmt.Sprintf("entry %q %s", ee.Entry, msg)
+				at = fmt.Sprintf("auto_reply.egress_allow[%d]", ee.Index)
+			}
+			errs = append(errs, &Error{Key: "auto_reply.egress_allow", Msg: msg, at: at})
+		}
+	}
+	s := a.Sandbox
+	add("auto_reply.sandbox.runs_per_day", atLeast(int64(s.RunsPerDay), 0, false))
+	add("auto_reply.sandbox.runs_per_peer_per_day", atLeast(int64(s.RunsPerPeerPerDay), 0, false))
+	add("auto_reply.sandbox.memory_max", atLeast(s.MemoryMax, minMemoryMax, true))
+	add("auto_reply.sandbox.tasks_max", atLeast(int64(s.TasksMax), minTasksMax, false))
+	add("auto_reply.sandbox.disk_max", atLeast(s.DiskMax, minDiskMax, true))
+	return errs
+}
+
+func fmtSeconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprint(int64(d / time.Second))
+	}
+	return d.String()
+}
+
+func oneOf[T ~string](v T, allowed []T) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return fmt.Errorf("%q is not allowed (allowed: %s)", string(v), strings.Join(names, ", "))
+}
+
+// atLeast checks a lower bound; sizes are shown with their unit, as the file writes them.
+func atLeast(v, minimum int64, size bool) error {
+	if v >= minimum {
+		return nil
+	}
+	show := func(n int64) string { return fmt.Sprint(n) }
+	if size {
+		show = FormatSize
+	}
+	return fmt.Errorf("%s is too small (minimum %s)", show(v), show(minimum))
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

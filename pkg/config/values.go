@@ -1,0 +1,199 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// sizeUnits are the suffixes a size may carry, largest first so formatting picks the largest
+// exact one.
+var sizeUnits = []struct {
+	suffix string
+	n      int64
+}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
+
+// ParseSize converts "2GiB", "512MiB", "64KiB" or a plain byte count to bytes. Decimal units
+// (GB, G) are refused rather than guessed, because 2G and 2GiB differ by 7%.
+func ParseSize(s string) (int64, error) {
+	num, mult := s, int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.n
+			break
+		}
+	}
+	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not a size (allowed: a whole number of bytes, or with a KiB, MiB or GiB suffix, e.g. 2GiB)", s)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * mult, nil
+}
+
+// FormatSize writes n with the largest unit that divides it exactly.
+func FormatSize(n int64) string {
+	for _, u := range sizeUnits {
+		if n != 0 && n%u.n == 0 {
+			return strconv.FormatInt(n/u.n, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// ParseDuration accepts a Go duration ("168h", "90m") or a whole number of days ("7d").
+func ParseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.TrimLeft(days, "0123456789") == "" {
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil || n > int64(math.MaxInt64/(24*time.Hour)) {
+			return 0, fmt.Errorf("%q is too long", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (allowed: a Go duration such as 168h or 90m, or whole days such as 7d)", s)
+	}
+	return d, nil
+}
+
+// FormatDuration writes d so that ParseDuration reads it back: whole hours as "168h".
+func FormatDuration(d time.Duration) string {
+	if d != 0 && d%time.Hour == 0 {
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	}
+	return d.String()
+}
+
+// isLoopbackHost reports whether host (without port or brackets) names this machine's
+// loopback, the only place plain http is allowed to (test upstreams).
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && (a == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || a == netip.IPv6Loopback())
+}
+
+// checkAPIBase returns the lower-case host of a valid api_base. Error texts never repeat the
+// URL: a pasted URL may carry a key in its user info or query.
+func checkAPIBase(s string) (string, error) {
+	if hasControl(s) {
+		return "", fmt.Errorf("must be a URL on one line without control characters")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("is not a valid URL (allowed: https://host[:port][/path])")
+	}
+	switch {
+	case u.Scheme != "https" && u.Scheme != "http", u.Opaque != "", u.Host == "":
+		return "", fmt.Errorf("must be an absolute URL such as https://host/v1 (allowed schemes: https; http only for 127.0.0.1, ::1 or localhost)")
+	case u.User != nil:
+		return "", fmt.Errorf("must not contain user info; keys belong in the keys file")
+	case u.RawQuery != "" || u.ForceQuery:
+		return "", fmt.Errorf("must not contain a query (?...)")
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return "", fmt.Errorf("must not contain a fragment (#...)")
+	}
+	host := strings.ToLower(u.Hostname())
+	if u.Port() != "" {
+		if p, err := strconv.ParseUint(u.Port(), 10, 16); err != nil || p == 0 {
+			return "", fmt.Errorf("has an invalid port (allowed: 1-65535)")
+		}
+	}
+	if u.Scheme == "http" && !isLoopbackHost(host) {
+		return "", fmt.Errorf("must use https (http only for 127.0.0.1, ::1 or localhost, for tests); host %q", host)
+	}
+	return host, nil
+}
+
+// checkListen validates a listener address: host:port with a port 1-65535 and a host that is
+// empty (all interfaces), an IP address or a DNS name.
+func checkListen(s string) error {
+	if s == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:7420, [::1]:7420, or \"\" to disable)", s)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("%q has an invalid port (allowed: 1-65535)", s)
+	}
+	if host == "" || host == "localhost" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if !isLDHName(host) {
+		return fmt.Errorf("%q: host must be an IP address, a DNS name or empty (all interfaces)", s)
+	}
+	return nil
+}
+
+// checkAbsPath requires an absolute, clean-able path without control characters.
+func checkAbsPath(s string) error {
+	if s == "" {
+		return nil
+	}
+	if hasControl(s) {
+		return fmt.Errorf("must be a path without control characters")
+	}
+	if !filepath.IsAbs(s) {
+		return fmt.Errorf("%q is not an absolute path (~ and $VARS are not expanded)", s)
+	}
+	return nil
+}
+
+// checkModel keeps model identifiers to one printable token.
+func checkModel(s string) error {
+	if len(s) > 200 {
+		return fmt.Errorf("is longer than 200 characters")
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return fmt.Errorf("%q must be a model identifier without spaces", s)
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, unicode.IsControl) >= 0
+}
+
+// isLDHName reports whether s is letters-digits-hyphen labels (either case) separated by dots.
+func isLDHName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !isLDHLabel(strings.ToLower(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+func isLDHLabel(l string) bool {
+	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,85 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Client talks to anetd's control socket.
+type Client struct {
+	sock  string
+	token string
+	hc    *http.Client
+}
+
+// NewClient returns a client for the socket at sock using tok.
+func NewClient(sock, tok string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		Proxy: nil, // a unix socket never goes through a proxy
+	}
+	return &Client{sock: sock, token: tok, hc: &http.Client{Transport: tr, Timeout: 5 * time.Minute}}
+}
+
+// RemoteError is an error answered by anetd.
+type RemoteError struct {
+	Status  int
+	Code    reasons.Code
+	Message string
+}
+
+func (e *RemoteError) Error() string { return e.Message }
+
+// Do sends a request with an optional JSON body and decodes the JSON answer into out.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://anetd"+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(TokenHeader, c.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("anetd control socket %s: %w", c.sock, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var eb ErrorBody
+		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
+			return &RemoteError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
+		}
+		return &RemoteError{Status: resp.StatusCode, Code: reasons.Internal, Message: fmt.Sprintf("anetd answered %s", resp.Status)}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	return nil
+}

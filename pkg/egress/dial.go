@@ -1,0 +1,20 @@
+package egress
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// directDialer never consults proxy settings (H7): it is a plain net.Dialer, and callers must
+// build their http.Transport with Proxy: nil. The daemon's environment may name a proxy; the
+// node must not route the operator's key or an agent's tunnel through it.
+var directDialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+
+// DialDirect connects to addr without any proxy. addr must already be verified by the caller
+// (for tunnels: a resolved and classified IP; for model upstreams: the fixed upstream host).
+// Test builds (tag anettest) may redirect an address to a loopback fake after every check has
+// run; release builds have no such hook (a test inspects the release binary's symbols).
+func DialDirect(ctx context.Context, network, addr string) (net.Conn, error) {
+	return directDialer.DialContext(ctx, network, redirect(addr))
+}

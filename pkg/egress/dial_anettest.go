@@ -1,0 +1,33 @@
+//go:build anettest
+
+package egress
+
+import "sync"
+
+var (
+	testRedirectMu sync.RWMutex
+	testRedirects  = map[string]string{}
+)
+
+// AnetTestRedirect makes DialDirect connect to `to` whenever it is asked for `from` (both
+// host:port). It exists only in test builds so that tests can point api.anthropic.com:443 or a
+// verified public address at a loopback fake after every rule has been applied. Passing an
+// empty `to` removes the redirect.
+func AnetTestRedirect(from, to string) {
+	testRedirectMu.Lock()
+	defer testRedirectMu.Unlock()
+	if to == "" {
+		delete(testRedirects, from)
+		return
+	}
+	testRedirects[from] = to
+}
+
+func redirect(addr string) string {
+	testRedirectMu.RLock()
+	defer testRedirectMu.RUnlock()
+	if to, ok := testRedirects[addr]; ok {
+		return to
+	}
+	return addr
+}

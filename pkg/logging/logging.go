@@ -1,0 +1,36 @@
+// Package logging builds the node's structured loggers (log/slog, text to stderr, which
+// journald collects). Secrets are redacted here, at the logger, rather than at each call: an
+// attribute whose key names a credential never prints its value, whatever the caller passed.
+package logging
+
+import (
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// sensitive lists attribute keys (lower-case, compared after trimming a group prefix) whose
+// values are never written.
+var sensitive = []string{"token", "key", "api_key", "apikey", "authorization", "secret", "password", "placeholder", "x-api-key", "cookie"}
+
+// New returns a text logger on w at level, with redaction.
+func New(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: Redact}))
+}
+
+// NewJSON returns a JSON-lines logger on w at level, with redaction. Helpers log this way on
+// their stderr, which anetd reads and re-emits with the helper's name (see privsep).
+func NewJSON(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: Redact}))
+}
+
+// Redact is a slog ReplaceAttr function that blanks sensitive attributes.
+func Redact(_ []string, a slog.Attr) slog.Attr {
+	k := strings.ToLower(a.Key)
+	for _, s := range sensitive {
+		if k == s || strings.HasSuffix(k, "_"+s) || strings.HasSuffix(k, "-"+s) {
+			return slog.String(a.Key, "[redacted]")
+		}
+	}
+	return a
+}

@@ -1,0 +1,24 @@
+package logging
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestRedactsCredentialAttributes(t *testing.T) {
+	var buf bytes.Buffer
+	log := New(&buf, slog.LevelDebug)
+	const secret = "sk-ant-must-not-appear"
+	for _, k := range []string{"token", "api_key", "Authorization", "control_token", "x-api-key", "placeholder"} {
+		log.Info("m", k, secret)
+	}
+	log.Info("m", "path", "/kept/visible")
+	if strings.Contains(buf.String(), secret) {
+		t.Fatalf("secret in log output:\n%s", buf.String())
+	}
+	if !strings.Contains(buf.String(), "/kept/visible") {
+		t.Fatalf("ordinary attribute lost:\n%s", buf.String())
+	}
+}

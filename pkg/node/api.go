@@ -1,0 +1,172 @@
+package node
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/store"
+)
+
+func (n *Node) routes(s *control.Server) {
+	s.Handle("GET", "/v1/status", func(*http.Request) (any, error) { return n.status(), nil })
+	s.Handle("GET", "/v1/evidence", n.listEvidence)
+	s.Handle("POST", "/v1/evidence/verify", n.verifyEvidence)
+	s.Handle("POST", "/v1/evidence/note", n.noteEvidence)
+}
+
+func (n *Node) status() control.Status {
+	now := time.Now()
+	st := control.Status{
+		AID:           n.id.AID(),
+		Version:       n.opts.Version,
+		PID:           os.Getpid(),
+		StartedAt:     n.started.UTC(),
+		UptimeSeconds: int64(now.Sub(n.started).Seconds()),
+		ConfigPath:    n.paths.ConfigFile,
+		DataDir:       n.paths.DataDir,
+		ControlSocket: n.paths.ControlSocket(),
+		Warnings:      n.warningsSnapshot(),
+		Budget: control.Budget{
+			RunsPerDay:        n.cfg.AutoReply.Sandbox.RunsPerDay,
+			RunsPerPeerPerDay: n.cfg.AutoReply.Sandbox.RunsPerPeerPerDay,
+			Left:              n.cfg.AutoReply.Sandbox.RunsPerDay,
+			DayEnds:           nextMidnight(now),
+		},
+		ProvidersKeyed: []string{},
+	}
+	for _, h := range n.helpers() {
+		hs := h.Status()
+		st.Helpers = append(st.Helpers, hs)
+		if hs.State != privsep.StateRunning {
+			st.Warnings = append(st.Warnings, control.Warning{Code: string(reasons.HelperDown), Text: reasons.Text(reasons.HelperDown), Detail: helperDetail(hs)})
+		}
+	}
+	// Only anet-egress knows the keys; it tells which providers have one, never a value.
+	if eg := n.egress.Status(); eg.State == privsep.StateRunning {
+		if ps, ok := eg.Info["providers_with_key"].([]any); ok {
+			for _, p := range ps {
+				if s, ok := p.(string); ok {
+					st.ProvidersKeyed = append(st.ProvidersKeyed, s)
+				}
+			}
+		}
+		if ke, ok := eg.Info["keys_error"].(string); ok {
+			st.Warnings = append(st.Warnings, control.Warning{Code: string(reasons.NoAPIKey), Text: reasons.Text(reasons.NoAPIKey), Detail: ke})
+		}
+	}
+	sort.Strings(st.ProvidersKeyed)
+	if st.Warnings == nil {
+		st.Warnings = []control.Warning{}
+	}
+	return st
+}
+
+func helperDetail(hs privsep.Status) string {
+	d := hs.Name + " is " + string(hs.State)
+	if hs.LastError != "" {
+		d += " (last error: " + hs.LastError + ", restarts: " + strconv.Itoa(hs.Restarts) + ")"
+	}
+	return d
+}
+
+// nextMidnight is the end of the local calendar day containing t. Adding a day to the date
+// (not 24 hours to the instant) keeps it right across DST changes.
+func nextMidnight(t time.Time) time.Time {
+	y, m, d := t.Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, t.Location())
+}
+
+func (n *Node) listEvidence(r *http.Request) (any, error) {
+	q := r.URL.Query()
+	opts := store.ListOptions{Kind: q.Get("kind"), Peer: q.Get("peer")}
+	if s := q.Get("since"); s != "" {
+		t, err := parseSince(s, time.Now())
+		if err != nil {
+			return nil, control.BadRequestError("since: %v", err)
+		}
+		opts.Since = t
+	}
+	if s := q.Get("limit"); s != "" {
+		l, err := strconv.Atoi(s)
+		if err != nil || l < 0 {
+			return nil, control.BadRequestError("limit: %q is not a non-negative number", s)
+		}
+		opts.Limit = l
+	}
+	entries, err := n.store.List(r.Context(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if entries == nil {
+		entries = []store.Entry{}
+	}
+	return entries, nil
+}
+
+// parseSince accepts RFC 3339 times, dates (YYYY-MM-DD, local) and durations back from now
+// ("2h", "30m").
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, errors.New("want an RFC 3339 time, a date (2006-01-02) or a duration such as 2h")
+}
+
+func (n *Node) verifyEvidence(r *http.Request) (any, error) {
+	res, err := n.store.Verify(r.Context(), n.id.Public())
+	if err != nil {
+		var ce *store.ChainError
+		if errors.As(err, &ce) {
+			return control.VerifyAnswer{OK: false, Entries: res.Entries, BadSeq: ce.Seq, Error: ce.Error()}, nil
+		}
+		return nil, err
+	}
+	return control.VerifyAnswer{OK: true, Entries: res.Entries, Head: hex.EncodeToString(res.Head[:])}, nil
+}
+
+// noteEvidence lets the operator record a note in the chain (`anet evidence note TEXT`).
+func (n *Node) noteEvidence(r *http.Request) (any, error) {
+	var in struct {
+		Text string `json:"text"`
+	}
+	if err := decodeJSON(r, &in); err != nil {
+		return nil, err
+	}
+	in.Text = strings.TrimSpace(in.Text)
+	if in.Text == "" || len(in.Text) > 4096 {
+		return nil, control.BadRequestError("text: must be 1 to 4096 bytes")
+	}
+	e, err := n.store.Append(r.Context(), n.id, store.EntryInput{Kind: "operator_note", Details: map[string]string{"text": in.Text}})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// decodeJSON reads a request body of at most 1 MiB and refuses unknown fields, so a typo in
+// a client is an error rather than a silently ignored setting.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return control.BadRequestError("body: %v", err)
+	}
+	return nil
+}

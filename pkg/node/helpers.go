@@ -1,0 +1,70 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"anet.dev/anet/pkg/privsep"
+)
+
+// helperEnvBase lists the only variables a helper gets, by name. Nothing is copied from the
+// daemon's environment wholesale (ARCHITECTURE rule 2): not the operator's secrets, not a
+// proxy setting (H7).
+var helperEnvBase = []string{
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"LANG=C.UTF-8",
+}
+
+// passThrough names the variables copied from anetd's environment when set, per helper, and
+// why. TZ: the budget day and log times follow the node's time zone. SSL_CERT_FILE and
+// SSL_CERT_DIR: the system certificate store may live elsewhere (E11); tests point them at a
+// throw-away CA.
+var passThrough = map[string][]string{
+	"sandboxd": {"TZ"},
+	"egress":   {"TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"},
+}
+
+func (n *Node) helperEnv(name string) []string {
+	env := append([]string(nil), helperEnvBase...)
+	for _, k := range passThrough[name] {
+		if v := n.opts.Env(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+func (n *Node) startHelpers(ctx context.Context) error {
+	dir, err := n.helperDir()
+	if err != nil {
+		return err
+	}
+	sandboxd := filepath.Join(dir, "anet-sandboxd")
+	egress := filepath.Join(dir, "anet-egress")
+	for _, p := range []string{sandboxd, egress} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%w: %s (install the helpers beside anetd or pass --helper-dir)", errNoHelper, p)
+		}
+	}
+	n.sandboxd = privsep.StartHelper(ctx, privsep.HelperSpec{
+		Name: "sandboxd",
+		Path: sandboxd,
+		Args: []string{"serve"},
+		Env:  n.helperEnv("sandboxd"),
+	}, n.log)
+	// The keys file's path (not its content) is all anetd hands over.
+	n.egress = privsep.StartHelper(ctx, privsep.HelperSpec{
+		Name: "egress",
+		Path: egress,
+		Args: []string{"serve", "--keys", n.paths.KeysFile},
+		Env:  n.helperEnv("egress"),
+	}, n.log)
+	return nil
+}
+
+// helpers returns both supervisors in display order.
+func (n *Node) helpers() []*privsep.Supervisor {
+	return []*privsep.Supervisor{n.sandboxd, n.egress}
+}

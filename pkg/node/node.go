@@ -1,0 +1,206 @@
+// Package node is anetd: it loads the configuration and the node identity, opens the store,
+// starts and supervises the two helpers (anet-sandboxd and anet-egress) over socketpairs,
+// serves the control socket for the CLI, and stops all of it in order on SIGTERM/SIGINT.
+//
+// anetd holds the identity key and the store but never a model-service key: it passes the
+// keys file's path to anet-egress and learns only which providers have a key. It never forks
+// anything but the two helpers.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/identity"
+	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/store"
+)
+
+// Options are anetd's command-line settings.
+type Options struct {
+	// ConfigPath overrides the default config file when not empty.
+	ConfigPath string
+	// HelperDir holds anet-sandboxd and anet-egress; empty means beside the running binary.
+	HelperDir string
+	// Env reads the daemon's environment (os.Getenv in production).
+	Env func(string) string
+	// Version is printed in status.
+	Version string
+}
+
+// Node is a running anetd.
+type Node struct {
+	opts    Options
+	paths   config.Paths
+	cfg     config.Config
+	id      *identity.Identity
+	store   *store.Store
+	log     *slog.Logger
+	started time.Time
+
+	sandboxd *privsep.Supervisor
+	egress   *privsep.Supervisor
+
+	mu       sync.Mutex // guards warnings
+	warnings []control.Warning
+}
+
+// Load reads the configuration and checks everything that must be right before anything
+// starts. Errors name the file, line and key.
+func Load(o Options) (config.Paths, config.Config, error) {
+	p, err := config.DefaultPaths(o.Env)
+	if err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	if o.ConfigPath != "" {
+		abs, err := filepath.Abs(o.ConfigPath)
+		if err != nil {
+			return config.Paths{}, config.Config{}, fmt.Errorf("config path: %w", err)
+		}
+		p.ConfigFile = abs
+	}
+	c, err := config.Load(p.ConfigFile)
+	if err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	p = p.WithConfig(c)
+	if err := p.CheckWorkRoots(c); err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	// anetd never reads the keys file, but it refuses to run with one that others can read.
+	if err := config.CheckKeysFileMode(p.KeysFile); err != nil {
+		return config.Paths{}, config.Config{}, err
+	}
+	return p, c, nil
+}
+
+// Run starts the node and blocks until ctx ends or SIGTERM/SIGINT arrives.
+func Run(ctx context.Context, o Options, log *slog.Logger) error {
+	if o.Env == nil {
+		o.Env = os.Getenv
+	}
+	paths, cfg, err := Load(o)
+	if err != nil {
+		return err
+	}
+	for _, d := range []string{paths.DataDir, paths.RuntimeDir, paths.CacheDir} {
+		if err := config.EnsurePrivateDir(d); err != nil {
+			return err
+		}
+	}
+	id, _, err := identity.LoadOrCreate(paths.IdentityKey())
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(paths.Store())
+	if err != nil {
+		return err
+	}
+	n := &Node{opts: o, paths: paths, cfg: cfg, id: id, store: st, log: log, started: time.Now()}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+	if _, err := st.Append(ctx, id, store.EntryInput{Kind: "node_started", Details: map[string]any{"version": o.Version, "pid": os.Getpid()}}); err != nil {
+		return fmt.Errorf("evidence: %w", err)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	// Helpers live only as long as this context; they also stop on their own when this
+	// process dies, through EOF on their socket.
+	hctx, hcancel := context.WithCancel(context.Background())
+	defer hcancel()
+	if err := n.startHelpers(hctx); err != nil {
+		return err
+	}
+
+	tok, err := control.NewToken()
+	if err != nil {
+		n.stopHelpers()
+		return err
+	}
+	if err := control.WriteToken(paths.ControlToken(), tok); err != nil {
+		n.stopHelpers()
+		return err
+	}
+	defer os.Remove(paths.ControlToken())
+	l, err := control.Listen(paths.ControlSocket())
+	if err != nil {
+		n.stopHelpers()
+		return err
+	}
+	srv := control.NewServer(tok, log)
+	n.routes(srv)
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(l) }()
+
+	log.Info("anetd ready", "aid", id.AID(), "config", paths.ConfigFile, "control", paths.ControlSocket(), "pid", os.Getpid())
+	if err := notifyReady(o.Env("NOTIFY_SOCKET")); err != nil {
+		log.Warn("sd_notify READY=1 failed", "err", err)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-srvDone:
+		if err != nil {
+			log.Error("control socket failed", "err", err)
+		}
+	}
+	log.Info("anetd stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	// Helpers first: they end every run and endpoint; then the store records the stop.
+	n.stopHelpers()
+	if _, err := st.Append(sctx, id, store.EntryInput{Kind: "node_stopped", Details: map[string]any{"pid": os.Getpid()}}); err != nil {
+		log.Error("evidence: node_stopped", "err", err)
+	}
+	return nil
+}
+
+func (n *Node) helperDir() (string, error) {
+	if n.opts.HelperDir != "" {
+		return n.opts.HelperDir, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find helper binaries: %w", err)
+	}
+	return filepath.Dir(exe), nil
+}
+
+func (n *Node) stopHelpers() {
+	var wg sync.WaitGroup
+	for _, s := range []*privsep.Supervisor{n.sandboxd, n.egress} {
+		if s == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Stop(context.Background())
+		}()
+	}
+	wg.Wait()
+}
+
+func (n *Node) warningsSnapshot() []control.Warning {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]control.Warning(nil), n.warnings...)
+}
+
+var errNoHelper = errors.New("helper binary not found")

@@ -1,0 +1,77 @@
+package privsep
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Methods every helper answers.
+const (
+	MethodHello    = "hello"
+	MethodStatus   = "status"
+	MethodShutdown = "shutdown"
+)
+
+// HelloRequest opens the exchange: the parent says which versions it speaks.
+type HelloRequest struct {
+	Versions []int `json:"versions"`
+}
+
+// HelloReply is the helper's answer.
+type HelloReply struct {
+	Version int    `json:"version"`
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	// Info is helper-specific (e.g. which providers have a key); never a secret.
+	Info map[string]any `json:"info,omitempty"`
+}
+
+// HelperFD is the descriptor number the helper's socketpair end has in the helper.
+const HelperFD = 3
+
+// ServeHelper is the helper side: it speaks the protocol on fd 3 until EOF, a shutdown
+// request, SIGTERM or SIGINT, then cancels ctx for every handler and waits for them, so the
+// helper ends all its work (runs, endpoints) before it returns. hello and shutdown are
+// answered here; info is added to the hello reply.
+func ServeHelper(ctx context.Context, name string, handlers map[string]Handler, info func() map[string]any, log *slog.Logger) error {
+	conn, err := FromFD(HelperFD)
+	if err != nil {
+		return fmt.Errorf("%s: no protocol socket on fd %d (start it through anetd): %w", name, HelperFD, err)
+	}
+	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	all := map[string]Handler{}
+	for k, v := range handlers {
+		all[k] = v
+	}
+	all[MethodHello] = func(ctx context.Context, req *Request) (Reply, error) {
+		var h HelloRequest
+		if err := req.Decode(&h); err != nil {
+			return Reply{}, err
+		}
+		for _, v := range h.Versions {
+			if v == Version {
+				r := HelloReply{Version: Version, Name: name, PID: os.Getpid()}
+				if info != nil {
+					r.Info = info()
+				}
+				return Reply{Body: r}, nil
+			}
+		}
+		return Reply{}, &Error{Code: "bad_request", Message: fmt.Sprintf("no common protocol version (parent speaks %v, %s speaks %d)", h.Versions, name, Version)}
+	}
+	// shutdown only acknowledges: the parent then closes its end, and the EOF is what ends
+	// the helper. One way to stop (EOF) means a parent that dies without asking stops its
+	// helpers exactly like one that asks.
+	all[MethodShutdown] = func(context.Context, *Request) (Reply, error) {
+		return Reply{Body: map[string]bool{"ok": true}}, nil
+	}
+	p := NewPeer(conn, all, nil, log)
+	err = p.Run(ctx)
+	log.Info("helper stopping", "helper", name)
+	return err
+}

@@ -1,0 +1,351 @@
+package privsep
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"anet.dev/anet/pkg/reasons"
+	"golang.org/x/sys/unix"
+)
+
+// HelperSpec says how to start one helper.
+type HelperSpec struct {
+	// Name identifies the helper in logs and status ("sandboxd", "egress").
+	Name string
+	// Path is the helper binary; Args are its arguments (Args[0] is not the program name).
+	Path string
+	Args []string
+	// Env is the helper's whole environment. Callers build it from names chosen in code,
+	// never by copying the daemon's environment (ARCHITECTURE rule 2).
+	Env []string
+	// Handlers answer requests the helper sends to the parent; may be nil.
+	Handlers map[string]Handler
+	// OnEvent receives the helper's events; may be nil.
+	OnEvent EventFunc
+	// OnReady runs after each successful hello with the helper's reply.
+	OnReady func(HelloReply)
+	// MinBackoff and MaxBackoff bound the restart delay; zero means 200 ms and 30 s.
+	MinBackoff, MaxBackoff time.Duration
+	// StopTimeout is how long Stop waits for the helper to exit after closing its socket
+	// before it kills it; zero means 2 s.
+	StopTimeout time.Duration
+}
+
+// State of a helper.
+type State string
+
+const (
+	StateStarting State = "starting"
+	StateRunning  State = "running"
+	StateDown     State = "down"
+	StateStopped  State = "stopped"
+)
+
+// Status is what `anet status` shows of a helper.
+type Status struct {
+	Name      string         `json:"name"`
+	PID       int            `json:"pid,omitempty"`
+	State     State          `json:"state"`
+	Restarts  int            `json:"restarts"`
+	LastError string         `json:"last_error,omitempty"`
+	Since     time.Time      `json:"since"`
+	Info      map[string]any `json:"info,omitempty"`
+}
+
+// Supervisor keeps one helper running: it starts it, restarts it with back-off when it dies,
+// and reports it unavailable (fail closed) while it is down.
+type Supervisor struct {
+	spec HelperSpec
+	log  *slog.Logger
+
+	mu     sync.Mutex // guards the fields below
+	status Status
+	peer   *Peer
+	cmd    *exec.Cmd
+	stop   bool
+
+	// cancel ends the supervision context: the helper's socket is closed and the helper
+	// exits on EOF (or is killed after StopTimeout).
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartHelper starts the helper and its supervision loop; it returns at once.
+func StartHelper(ctx context.Context, spec HelperSpec, log *slog.Logger) *Supervisor {
+	if spec.MinBackoff == 0 {
+		spec.MinBackoff = 200 * time.Millisecond
+	}
+	if spec.MaxBackoff == 0 {
+		spec.MaxBackoff = 30 * time.Second
+	}
+	if spec.StopTimeout == 0 {
+		spec.StopTimeout = 2 * time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Supervisor{
+		spec:   spec,
+		log:    log.With("helper", spec.Name),
+		status: Status{Name: spec.Name, State: StateStarting, Since: time.Now()},
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	go s.loop(ctx)
+	return s
+}
+
+// Status returns a snapshot.
+func (s *Supervisor) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Peer returns the live connection, or an error with code helper_down while the helper is
+// not running. Callers must treat that as "capability unavailable".
+func (s *Supervisor) Peer() (*Peer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peer == nil || s.status.State != StateRunning {
+		detail := fmt.Sprintf("%s is %s", s.spec.Name, s.status.State)
+		if s.status.LastError != "" {
+			detail += ": " + s.status.LastError
+		}
+		return nil, reasons.New(reasons.HelperDown, detail)
+	}
+	return s.peer, nil
+}
+
+// Call is Peer().Call.
+func (s *Supervisor) Call(ctx context.Context, method string, req, resp any, files ...*os.File) ([]*os.File, error) {
+	p, err := s.Peer()
+	if err != nil {
+		return nil, err
+	}
+	return p.Call(ctx, method, req, resp, files...)
+}
+
+// Stop asks the helper to shut down, closes its socket (the helper exits on EOF), waits up
+// to StopTimeout, then kills it. It returns when the helper is gone.
+func (s *Supervisor) Stop(ctx context.Context) {
+	s.mu.Lock()
+	s.stop = true
+	peer := s.peer
+	s.mu.Unlock()
+	if peer != nil {
+		cctx, cancel := context.WithTimeout(ctx, s.spec.StopTimeout/2)
+		peer.Call(cctx, MethodShutdown, nil, nil)
+		cancel()
+	}
+	s.cancel()
+	<-s.done
+}
+
+func (s *Supervisor) setState(st State, pid int, lastErr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.State = st
+	s.status.PID = pid
+	s.status.Since = time.Now()
+	if lastErr != "" {
+		s.status.LastError = lastErr
+	}
+}
+
+func (s *Supervisor) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stop
+}
+
+func (s *Supervisor) loop(ctx context.Context) {
+	defer close(s.done)
+	backoff := s.spec.MinBackoff
+	for {
+		started := time.Now()
+		err := s.runOnce(ctx)
+		if s.stopping() || ctx.Err() != nil {
+			s.setState(StateStopped, 0, "")
+			return
+		}
+		msg := "exited"
+		if err != nil {
+			msg = err.Error()
+		}
+		s.mu.Lock()
+		s.status.Restarts++
+		s.mu.Unlock()
+		s.setState(StateDown, 0, msg)
+		// A helper that ran for a while earns a fresh back-off; one that crashes on start
+		// waits longer each time.
+		if time.Since(started) > time.Minute {
+			backoff = s.spec.MinBackoff
+		}
+		s.log.Error("helper died; restarting", "err", msg, "backoff", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+		}
+		if s.stopping() || ctx.Err() != nil {
+			s.setState(StateStopped, 0, "")
+			return
+		}
+		backoff *= 2
+		if backoff > s.spec.MaxBackoff {
+			backoff = s.spec.MaxBackoff
+		}
+	}
+}
+
+// runOnce starts the helper and returns when it has exited.
+func (s *Supervisor) runOnce(ctx context.Context) error {
+	conn, childEnd, err := Socketpair()
+	if err != nil {
+		return err
+	}
+	logR, logW, err := os.Pipe()
+	if err != nil {
+		conn.Close()
+		childEnd.Close()
+		return fmt.Errorf("log pipe: %w", err)
+	}
+	cmd := exec.Command(s.spec.Path, s.spec.Args...)
+	cmd.Env = s.spec.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // never inherit: nil would mean "copy the daemon's environment"
+	}
+	cmd.Dir = "/"
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout = logW
+	cmd.Stderr = logW
+	cmd.ExtraFiles = []*os.File{childEnd} // becomes fd 3; Go marks every other fd close-on-exec
+	// Its own process group: a terminal's ^C reaches anetd, which stops the helpers in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Go opens every descriptor close-on-exec, but descriptors the daemon itself inherited
+	// (from a shell, make's jobserver, a test runner) are not: mark them all, so nothing but
+	// fds 0-3 crosses into the helper.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		s.log.Warn("close_range(CLOEXEC) failed; inherited descriptors may leak into helpers", "err", err)
+	}
+	s.setState(StateStarting, 0, "")
+	err = cmd.Start()
+	childEnd.Close()
+	logW.Close()
+	if err != nil {
+		conn.Close()
+		logR.Close()
+		return fmt.Errorf("start %s: %w", s.spec.Path, err)
+	}
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		s.relayLog(logR)
+	}()
+
+	peer := NewPeer(conn, s.spec.Handlers, s.spec.OnEvent, s.log)
+	runDone := make(chan error, 1)
+	go func() { runDone <- peer.Run(context.Background()) }()
+
+	var hello HelloReply
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, herr := peer.Call(hctx, MethodHello, HelloRequest{Versions: []int{Version}}, &hello)
+	cancel()
+	if herr == nil && hello.Version != Version {
+		herr = fmt.Errorf("helper speaks protocol version %d, want %d", hello.Version, Version)
+	}
+	if herr != nil {
+		s.log.Error("helper hello failed", "err", herr)
+		peer.Close()
+	} else {
+		s.mu.Lock()
+		s.peer = peer
+		s.cmd = cmd
+		s.status.Info = hello.Info
+		s.mu.Unlock()
+		s.setState(StateRunning, cmd.Process.Pid, "")
+		s.log.Info("helper running", "pid", cmd.Process.Pid)
+		if s.spec.OnReady != nil {
+			s.spec.OnReady(hello)
+		}
+	}
+
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	var exitErr error
+	select {
+	case exitErr = <-waitErr:
+	case <-ctx.Done():
+		peer.Close()
+		exitErr = s.waitOrKill(cmd, waitErr)
+	case <-runDone:
+		// Socket closed (by Stop or by the helper): give it StopTimeout to exit.
+		exitErr = s.waitOrKill(cmd, waitErr)
+	}
+	s.mu.Lock()
+	s.peer = nil
+	s.cmd = nil
+	s.mu.Unlock()
+	peer.Close()
+	<-logDone
+	if herr != nil && exitErr == nil {
+		return fmt.Errorf("hello: %w", herr)
+	}
+	if exitErr == nil {
+		return errors.New("exited with status 0")
+	}
+	return exitErr
+}
+
+func (s *Supervisor) waitOrKill(cmd *exec.Cmd, waitErr chan error) error {
+	select {
+	case err := <-waitErr:
+		return err
+	case <-time.After(s.spec.StopTimeout):
+		s.log.Warn("helper did not exit after its socket closed; killing it")
+		cmd.Process.Kill()
+		return <-waitErr
+	}
+}
+
+// relayLog re-emits the helper's stderr through the daemon's logger. Helpers write JSON
+// lines (slog's JSON handler); each is re-emitted at its level with its attributes and the
+// helper's name. Anything else (a panic trace) is logged as text at error level.
+func (s *Supervisor) relayLog(r io.ReadCloser) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			s.log.Error("helper output", "line", line)
+			continue
+		}
+		var level slog.Level
+		if lv, ok := rec["level"].(string); ok {
+			level.UnmarshalText([]byte(lv))
+		}
+		msg, _ := rec["msg"].(string)
+		attrs := make([]any, 0, 2*len(rec))
+		for k, v := range rec {
+			if k == "time" || k == "level" || k == "msg" {
+				continue
+			}
+			attrs = append(attrs, k, v)
+		}
+		s.log.Log(context.Background(), level, msg, attrs...)
+	}
+}

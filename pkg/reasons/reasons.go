@@ -1,0 +1,169 @@
+// Package reasons is the one catalog of every reason code the node uses: refusals sent to
+// peers, sandbox and egress failures shown to operators, and the `anet:` sentences an agent
+// reads when the endpoint refuses a request (E9). A code that is not in this catalog must not
+// appear anywhere else; tests check that every code used in the tree is listed here.
+package reasons
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Code is a stable, machine-readable reason identifier. Codes are part of the wire format
+// and of `--json` output: never rename one.
+type Code string
+
+// Kind says who a code is meant for.
+type Kind string
+
+const (
+	// KindRefusal codes are sent to the requesting peer.
+	KindRefusal Kind = "refusal"
+	// KindSandbox codes explain why the sandbox is unavailable (operator-facing, F2).
+	KindSandbox Kind = "sandbox"
+	// KindConfig codes explain a configuration that cannot work (operator-facing, F2).
+	KindConfig Kind = "config"
+	// KindWarning codes do not stop anything but degrade a guarantee.
+	KindWarning Kind = "warning"
+	// KindRule codes are endpoint refusals an agent sees, as `anet: <text>` (E9).
+	KindRule Kind = "rule"
+	// KindNode codes are node-internal failures (helpers, control socket).
+	KindNode Kind = "node"
+)
+
+// Entry describes one code.
+type Entry struct {
+	Code Code
+	Kind Kind
+	// Text is the operator- or agent-facing sentence. For KindRule it is sent as
+	// "anet: " + Text, so it names the rule in words an agent can act on.
+	Text string
+	// Requirement is the requirement number the code enforces, when there is one.
+	Requirement string
+}
+
+// Refusals sent to peers (F1).
+const (
+	SandboxUnavailable Code = "sandbox_unavailable"
+	Budget             Code = "budget"
+)
+
+// Sandbox state codes (F2, S7, L2).
+const (
+	NoBwrap            Code = "no_bwrap"
+	UsernsBlocked      Code = "userns_blocked"
+	UsernsUnavailable  Code = "userns_unavailable"
+	SandboxStartFailed Code = "sandbox_start_failed"
+	NetnsFailed        Code = "netns_failed"
+	SeccompFailed      Code = "seccomp_failed"
+	AgentUnsupported   Code = "agent_unsupported"
+	PlatformUnsupport  Code = "platform_unsupported"
+)
+
+// Configuration codes (F2, E10).
+const (
+	NoAPIKey  Code = "no_api_key"
+	NoAPIBase Code = "no_api_base"
+	NoModel   Code = "no_model"
+)
+
+// Warnings (S6).
+const (
+	NoCgroupLimits Code = "no_cgroup_limits"
+)
+
+// Node-internal codes.
+const (
+	HelperDown      Code = "helper_down"
+	Unauthorized    Code = "unauthorized"
+	BadRequest      Code = "bad_request"
+	MessageTooLarge Code = "message_too_large"
+	Internal        Code = "internal"
+)
+
+var catalog = map[Code]Entry{}
+
+func add(e Entry) {
+	if _, dup := catalog[e.Code]; dup {
+		panic("reasons: duplicate code " + string(e.Code))
+	}
+	catalog[e.Code] = e
+}
+
+func init() {
+	for _, e := range []Entry{
+		{SandboxUnavailable, KindRefusal, "the provider's sandbox cannot run this task now; send it again later", "F1"},
+		{Budget, KindRefusal, "the provider has used up today's runs for untrusted peers; send it again after the day ends", "B4"},
+
+		{NoBwrap, KindSandbox, "bubblewrap is not installed: install the bubblewrap package", "L1"},
+		{UsernsBlocked, KindSandbox, "the AppArmor policy blocks user namespaces for bwrap; install the narrow profile: anet doctor --apparmor-profile | sudo tee /etc/apparmor.d/anet-bwrap >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/anet-bwrap", "L2"},
+		{UsernsUnavailable, KindSandbox, "the kernel or container does not allow user namespaces", "F2"},
+		{SandboxStartFailed, KindSandbox, "bubblewrap could not set up the sandbox; run `anet doctor --json` and report the result, or set auto_reply.untrusted to off", "F2"},
+		{NetnsFailed, KindSandbox, "the network isolation check failed", "S7"},
+		{SeccompFailed, KindSandbox, "the system call filter check failed", "S7"},
+		{AgentUnsupported, KindSandbox, "this agent cannot run in the sandbox (it cannot send its model requests through the node)", "E10"},
+		{PlatformUnsupport, KindSandbox, "this platform has no sandbox; on Windows run the node in WSL2", "O1"},
+
+		{NoAPIKey, KindConfig, "no key for the model service is in the keys file", "F2"},
+		{NoAPIBase, KindConfig, "auto_reply.api_base must be set for this agent", "E10"},
+		{NoModel, KindConfig, "no model is configured and the upstream has no known cheapest model", "E2"},
+
+		{NoCgroupLimits, KindWarning, "memory and task limits are not available (no user systemd and no delegated cgroup); the other limits still apply", "S6"},
+
+		{HelperDown, KindNode, "a helper process is not running; its capability is unavailable until it restarts", "C3"},
+		{Unauthorized, KindNode, "missing or wrong control token", ""},
+		{BadRequest, KindNode, "the request is malformed", ""},
+		{MessageTooLarge, KindNode, "the message is larger than the protocol allows", ""},
+		{Internal, KindNode, "internal error; see the daemon log", ""},
+	} {
+		add(e)
+	}
+}
+
+// Register adds codes owned by another package (for example the endpoint's rule catalog).
+// It must be called from an init function; a duplicate code panics at start-up.
+func Register(entries ...Entry) {
+	for _, e := range entries {
+		add(e)
+	}
+}
+
+// Lookup returns the entry for c.
+func Lookup(c Code) (Entry, bool) {
+	e, ok := catalog[c]
+	return e, ok
+}
+
+// Text returns the sentence for c, or the code itself when it is unknown.
+func Text(c Code) string {
+	if e, ok := catalog[c]; ok {
+		return e.Text
+	}
+	return string(c)
+}
+
+// All returns every entry sorted by code.
+func All() []Entry {
+	out := make([]Entry, 0, len(catalog))
+	for _, e := range catalog {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })
+	return out
+}
+
+// Error is an error that carries a reason code. Detail adds context (never a secret).
+type Error struct {
+	Code   Code
+	Detail string
+}
+
+func (e *Error) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("%s: %s", e.Code, Text(e.Code))
+	}
+	return fmt.Sprintf("%s: %s (%s)", e.Code, Text(e.Code), e.Detail)
+}
+
+// New returns an *Error for c with an optional detail.
+func New(c Code, detail string) *Error { return &Error{Code: c, Detail: detail} }

@@ -1,0 +1,369 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// encodingTag starts the canonical encoding of every entry; it changes if the encoding does.
+const encodingTag = "anet-evidence-v1"
+
+// Limits on entry fields. Details are a record of a decision, not a copy of a task.
+const (
+	maxKindLen        = 64
+	maxInteractionLen = 256
+	maxDetailsLen     = 256 << 10
+)
+
+// metaEvidenceKey records the public key of the chain's first entry, so that a later Append
+// with another key fails at once instead of leaving a chain that can never verify.
+const metaEvidenceKey = "evidence_public_key"
+
+// Signer signs evidence hashes with the node key. *identity.Identity satisfies it.
+type Signer interface {
+	Sign(msg []byte) []byte
+	Public() ed25519.PublicKey
+}
+
+// Entry is one link of the evidence chain.
+type Entry struct {
+	Seq         int64
+	Time        time.Time // UTC
+	Kind        string
+	Peer        string // aid, or ""
+	Interaction string // or ""
+	Details     json.RawMessage
+	PrevHash    [32]byte
+	Hash        [32]byte
+	Sig         []byte
+}
+
+// EntryInput is what a caller supplies; the store adds the sequence number, time and links.
+type EntryInput struct {
+	// Kind is non-empty, [a-z_]+, at most 64 bytes ("task_received", "turn_completed").
+	Kind string
+	// Peer is the aid of the peer concerned, or "".
+	Peer string
+	// Interaction identifies the task, or "". UTF-8 without control characters, ≤256 bytes.
+	Interaction string
+	// Details is marshalled with encoding/json and must give a JSON object (a
+	// json.RawMessage is used as is, compacted). nil gives {}.
+	Details any
+}
+
+// entryJSON is the --json form: hashes in hex, the signature in base64.
+type entryJSON struct {
+	Seq         int64           `json:"seq"`
+	Time        time.Time       `json:"time"`
+	Kind        string          `json:"kind"`
+	Peer        string          `json:"peer"`
+	Interaction string          `json:"interaction"`
+	Details     json.RawMessage `json:"details"`
+	PrevHash    string          `json:"prev_hash"`
+	Hash        string          `json:"hash"`
+	Sig         string          `json:"sig"`
+}
+
+// MarshalJSON encodes e with hashes as hex and the signature as base64.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	return json.Marshal(entryJSON{
+		Seq: e.Seq, Time: e.Time, Kind: e.Kind, Peer: e.Peer, Interaction: e.Interaction,
+		Details:  e.Details,
+		PrevHash: hex.EncodeToString(e.PrevHash[:]),
+		Hash:     hex.EncodeToString(e.Hash[:]),
+		Sig:      base64.StdEncoding.EncodeToString(e.Sig),
+	})
+}
+
+// UnmarshalJSON decodes the form MarshalJSON writes.
+func (e *Entry) UnmarshalJSON(data []byte) error {
+	var w entryJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	out := Entry{Seq: w.Seq, Time: w.Time.UTC(), Kind: w.Kind, Peer: w.Peer, Interaction: w.Interaction, Details: w.Details}
+	for _, h := range []struct {
+		name string
+		src  string
+		dst  *[32]byte
+	}{{"prev_hash", w.PrevHash, &out.PrevHash}, {"hash", w.Hash, &out.Hash}} {
+		b, err := hex.DecodeString(h.src)
+		if err != nil || len(b) != 32 {
+			return fmt.Errorf("evidence entry %d: %s must be 64 hex digits", w.Seq, h.name)
+		}
+		copy(h.dst[:], b)
+	}
+	sig, err := base64.StdEncoding.DecodeString(w.Sig)
+	if err != nil {
+		return fmt.Errorf("evidence entry %d: sig: %w", w.Seq, err)
+	}
+	out.Sig = sig
+	*e = out
+	return nil
+}
+
+// formatTime is the canonical time text.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// CanonicalEncoding returns the bytes whose SHA-256 is e's hash (see the package doc).
+// Hash and Sig of e are not part of it.
+func CanonicalEncoding(e Entry) []byte {
+	return canonicalEncoding(e.Seq, formatTime(e.Time), e.Kind, e.Peer, e.Interaction, e.Details, e.PrevHash)
+}
+
+func canonicalEncoding(seq int64, timeText, kind, peer, interaction string, details []byte, prev [32]byte) []byte {
+	fields := [][]byte{
+		[]byte(strconv.FormatInt(seq, 10)), []byte(timeText), []byte(kind), []byte(peer),
+		[]byte(interaction), details, prev[:],
+	}
+	n := len(encodingTag)
+	for _, f := range fields {
+		n += 4 + len(f)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, encodingTag...)
+	for _, f := range fields {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(f)))
+		buf = append(buf, f...)
+	}
+	return buf
+}
+
+// ComputeHash returns SHA-256 of e's canonical encoding.
+func ComputeHash(e Entry) [32]byte { return sha256.Sum256(CanonicalEncoding(e)) }
+
+// normalizedInput is a validated EntryInput.
+type normalizedInput struct {
+	kind, peer, interaction string
+	details                 []byte
+}
+
+func normalizeInput(in EntryInput) (normalizedInput, error) {
+	if err := validKind(in.Kind); err != nil {
+		return normalizedInput{}, err
+	}
+	if in.Peer != "" {
+		if err := validPeer(in.Peer); err != nil {
+			return normalizedInput{}, err
+		}
+	}
+	if err := validInteraction(in.Interaction); err != nil {
+		return normalizedInput{}, err
+	}
+	details, err := compactDetails(in.Details)
+	if err != nil {
+		return normalizedInput{}, err
+	}
+	return normalizedInput{kind: in.Kind, peer: in.Peer, interaction: in.Interaction, details: details}, nil
+}
+
+func validKind(kind string) error {
+	if kind == "" {
+		return errors.New("kind: must not be empty")
+	}
+	if len(kind) > maxKindLen {
+		return fmt.Errorf("kind: longer than %d bytes", maxKindLen)
+	}
+	for i := 0; i < len(kind); i++ {
+		if c := kind[i]; !(c >= 'a' && c <= 'z' || c == '_') {
+			return fmt.Errorf("kind %q: must match [a-z_]+", kind)
+		}
+	}
+	return nil
+}
+
+// validPeer checks the aid form (see pkg/identity: "an" + 52 chars of [a-z2-7]). The store
+// does not import pkg/identity, and it only needs the form here: the chain records what
+// the node saw.
+func validPeer(peer string) error {
+	if len(peer) != 54 || peer[:2] != "an" {
+		return fmt.Errorf("peer %q: not an aid (\"an\" and 52 characters of [a-z2-7])", peer)
+	}
+	for i := 2; i < len(peer); i++ {
+		if c := peer[i]; !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return fmt.Errorf("peer %q: not an aid (\"an\" and 52 characters of [a-z2-7])", peer)
+		}
+	}
+	return nil
+}
+
+func validInteraction(s string) error {
+	if len(s) > maxInteractionLen {
+		return fmt.Errorf("interaction: longer than %d bytes", maxInteractionLen)
+	}
+	if !utf8.ValidString(s) {
+		return errors.New("interaction: not valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("interaction %q: contains a control character", s)
+		}
+	}
+	return nil
+}
+
+// compactDetails marshals d and checks that it is a JSON object.
+func compactDetails(d any) ([]byte, error) {
+	if d == nil {
+		return []byte("{}"), nil
+	}
+	var raw []byte
+	switch v := d.(type) {
+	case json.RawMessage:
+		if len(v) == 0 {
+			return []byte("{}"), nil
+		}
+		if !json.Valid(v) {
+			return nil, errors.New("details: not valid JSON")
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return nil, fmt.Errorf("details: %w", err)
+		}
+		raw = buf.Bytes()
+	default:
+		b, err := json.Marshal(d)
+		if err != nil {
+			return nil, fmt.Errorf("details: %w", err)
+		}
+		raw = b
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return []byte("{}"), nil
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fmt.Errorf("details: must be a JSON object, got %s", jsonKind(raw))
+	}
+	if !utf8.Valid(raw) {
+		return nil, errors.New("details: not valid UTF-8")
+	}
+	if len(raw) > maxDetailsLen {
+		return nil, fmt.Errorf("details: %d bytes, more than the limit of %d", len(raw), maxDetailsLen)
+	}
+	return raw, nil
+}
+
+func jsonKind(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// Append adds an entry to the chain in its own IMMEDIATE transaction and returns it once
+// it is committed (and, with synchronous=FULL, durable).
+func (s *Store) Append(ctx context.Context, signer Signer, in EntryInput) (Entry, error) {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Entry{}, fmt.Errorf("append evidence: begin: %w", err)
+	}
+	defer tx.Rollback()
+	e, err := s.AppendTx(ctx, tx, signer, in)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Entry{}, fmt.Errorf("append evidence %s: commit: %w", in.Kind, err)
+	}
+	return e, nil
+}
+
+// AppendTx adds an entry inside the caller's transaction, so that a row of another table
+// and its evidence are committed together or not at all. tx must be a read-write
+// transaction begun on s.DB() (those start with BEGIN IMMEDIATE and so hold the write lock
+// from the start). The entry exists only if the caller commits.
+func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in EntryInput) (Entry, error) {
+	n, err := normalizeInput(in)
+	if err != nil {
+		return Entry{}, fmt.Errorf("append evidence: %w", err)
+	}
+	pub := signer.Public()
+	if len(pub) != ed25519.PublicKeySize {
+		return Entry{}, fmt.Errorf("append evidence %s: signer public key has %d bytes, want %d", in.Kind, len(pub), ed25519.PublicKeySize)
+	}
+	if err := checkChainKey(ctx, tx, pub); err != nil {
+		return Entry{}, fmt.Errorf("append evidence %s: %w", in.Kind, err)
+	}
+
+	var (
+		lastSeq  int64
+		lastHash []byte
+	)
+	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM evidence ORDER BY seq DESC LIMIT 1`).Scan(&lastSeq, &lastHash)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		lastSeq, lastHash = 0, make([]byte, 32)
+	case err != nil:
+		return Entry{}, fmt.Errorf("append evidence %s: read head: %w", in.Kind, err)
+	case len(lastHash) != 32:
+		return Entry{}, fmt.Errorf("append evidence %s: head entry %d has a %d-byte hash", in.Kind, lastSeq, len(lastHash))
+	}
+
+	e := Entry{
+		Seq:         lastSeq + 1,
+		Time:        s.now().UTC().Round(0),
+		Kind:        n.kind,
+		Peer:        n.peer,
+		Interaction: n.interaction,
+		Details:     json.RawMessage(n.details),
+	}
+	copy(e.PrevHash[:], lastHash)
+	e.Hash = ComputeHash(e)
+	e.Sig = signer.Sign(e.Hash[:])
+	// A broken signer would otherwise leave an entry that fails every later verification.
+	if !ed25519.Verify(pub, e.Hash[:], e.Sig) {
+		return Entry{}, fmt.Errorf("append evidence %s: the signer produced an invalid signature", in.Kind)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO evidence
+		(seq, time, unix_nano, kind, peer, interaction, details, prev_hash, hash, sig)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.Seq, formatTime(e.Time), e.Time.UnixNano(), e.Kind, e.Peer, e.Interaction,
+		string(e.Details), e.PrevHash[:], e.Hash[:], e.Sig)
+	if err != nil {
+		return Entry{}, fmt.Errorf("append evidence %s: insert entry %d: %w", in.Kind, e.Seq, err)
+	}
+	return e, nil
+}
+
+func checkChainKey(ctx context.Context, tx *sql.Tx, pub ed25519.PublicKey) error {
+	want := hex.EncodeToString(pub)
+	var have string
+	err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, metaEvidenceKey).Scan(&have)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES(?, ?)`, metaEvidenceKey, want); err != nil {
+			return fmt.Errorf("record chain key: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read chain key: %w", err)
+	}
+	if have != want {
+		return fmt.Errorf("signer key %s… is not the key of this chain (%s…); the chain is signed by one node key", want[:16], have[:min(16, len(have))])
+	}
+	return nil
+}

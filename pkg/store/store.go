@@ -1,0 +1,180 @@
+// Package store is the node's SQLite database (modernc.org/sqlite, no cgo): schema
+// migrations, a small key/value meta table, and the evidence chain. Later parts of the node
+// (peers, trust, inbox, outbox, runs) add their tables as new entries of the migrations list.
+//
+// # Durability
+//
+// Every connection runs with journal_mode=WAL, synchronous=FULL, foreign_keys=ON and
+// busy_timeout=5000, and every read-write transaction starts with BEGIN IMMEDIATE (the
+// driver's _txlock=immediate), so a transaction that reads and then writes never fails half
+// way with SQLITE_BUSY_SNAPSHOT. The evidence chain is the source of truth for the run budget
+// (B5): a committed entry must survive a crash of the process or the machine.
+//
+// # Evidence chain
+//
+// An entry has a sequence number (1-based, gapless), a time (UTC), a kind ([a-z_]+), a peer
+// (an aid or empty), an interaction (or empty), details (a JSON object, stored in compact
+// form), the previous entry's hash (32 zero bytes for entry 1), its own hash and an Ed25519
+// signature by the node key.
+//
+// Canonical encoding, from which the hash is computed (a second implementation must produce
+// the same bytes):
+//
+//	"anet-evidence-v1"                       16 ASCII bytes, no length prefix
+//	then for each field, in this order:      4-byte big-endian length, then the bytes
+//	  seq          decimal ASCII, no sign, no leading zeros ("1", "17")
+//	  time         UTC in Go's time.RFC3339Nano layout "2006-01-02T15:04:05.999999999Z07:00":
+//	               fractional seconds with trailing zeros removed, no fraction when zero,
+//	               always the "Z" suffix ("2026-11-29T08:00:00.1234Z")
+//	  kind         ASCII
+//	  peer         the aid, or empty (length 0)
+//	  interaction  UTF-8, or empty
+//	  details      the stored compact JSON object, byte for byte
+//	  prev_hash    32 raw bytes
+//
+//	hash = SHA-256(encoding)
+//	sig  = Ed25519(node key, hash)   (the 32 hash bytes are the signed message)
+//
+// Verify recomputes all of this; it also checks that the unix_nano column used by range
+// queries (the budget's day windows) agrees with the signed time text. What the chain
+// cannot show on its own is truncation: deleting the newest entries leaves a valid, shorter
+// chain. VerifyResult.Head is the value to record elsewhere to detect that.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Store is an open database. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+
+	// appendMu serialises Append calls of this process, so they queue in order instead of
+	// polling SQLite's busy handler; other processes are still excluded by BEGIN IMMEDIATE.
+	appendMu sync.Mutex
+
+	// now is the clock for new entries; tests replace it.
+	now func() time.Time
+}
+
+// dsnParams are applied by the driver to every new connection. busy_timeout first, so that
+// the journal_mode switch itself waits for a lock instead of failing.
+const dsnParams = "_pragma=busy_timeout(5000)" +
+	"&_pragma=journal_mode(WAL)" +
+	"&_pragma=synchronous(FULL)" +
+	"&_pragma=foreign_keys(1)" +
+	"&_txlock=immediate"
+
+// Open opens or creates the database at path and brings its schema up to date. The parent
+// directory must exist. A new file is created with mode 0600; an existing file that group or
+// others can access is refused. A database whose schema is newer than this build is refused.
+func Open(path string) (*Store, error) {
+	return open(context.Background(), path, migrations)
+}
+
+func open(ctx context.Context, path string, list []migration) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := prepareFile(abs); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// A file: URI, so the path is escaped and cannot be mistaken for parameters.
+	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + dsnParams
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: abs, now: time.Now}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := migrate(ctx, db, list); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// prepareFile creates the database file with mode 0600 before SQLite sees it: SQLite would
+// create it 0644, and it gives its -wal and -shm files the mode of the main file.
+func prepareFile(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("parent directory: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("parent %s is not a directory", dir)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return f.Close()
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create: %w", err)
+	}
+	fst, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fst.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	if perm := fst.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("mode %04o lets group or others read the node's records; run: chmod 600 %s", perm, path)
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// DB returns the database handle for packages that add their own queries. A transaction
+// begun on it (without ReadOnly) starts with BEGIN IMMEDIATE and can be passed to AppendTx.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Meta returns the value stored under key in the meta table.
+func (s *Store) Meta(ctx context.Context, key string) (value string, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read meta %q: %w", key, err)
+	}
+	return value, true, nil
+}
+
+// SetMeta stores value under key in the meta table, replacing an existing value.
+func (s *Store) SetMeta(ctx context.Context, key, value string) error {
+	_, err := s.db.ExecContext(ctx,
+		`INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+		key, value)
+	if err != nil {
+		return fmt.Errorf("write meta %q: %w", key, err)
+	}
+	return nil
+}

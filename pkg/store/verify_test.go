@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestVerifyNamesTamperedEntry edits one entry of a 20-entry chain directly in SQLite, as
+// someone with the file could (B5: a forged chain must not be trusted to rebuild the budget).
+// Verify must stop at that entry and say why.
+func TestVerifyNamesTamperedEntry(t *testing.T) {
+	const n, k = 20, 7
+	tests := []struct {
+		name     string
+		tamper   func(t *testing.T, s *Store, e []Entry)
+		seq      int64
+		reasons  []string
+		verified int64 // entries before the bad one
+	}{
+		{
+			name: "one byte of details",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				// {"i":7,...}: the digit 7 becomes 6; still valid JSON.
+				tamper(t, s, `UPDATE evidence SET details = ? WHERE seq = ?`, flipAt(string(e[k-1].Details), strings.IndexByte(string(e[k-1].Details), '7')), k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"hash mismatch (stored ", ", computed "},
+		},
+		{
+			name: "one byte of kind",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `UPDATE evidence SET kind = ? WHERE seq = ?`, flipAt(e[k-1].Kind, 0), k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"hash mismatch"},
+		},
+		{
+			name: "one byte of time",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				// The units digit of the seconds: still a valid, canonical time.
+				tamper(t, s, `UPDATE evidence SET time = ? WHERE seq = ?`, flipAt(formatTime(e[k-1].Time), 18), k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"hash mismatch"},
+		},
+		{
+			name: "one byte of peer",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				// Entry 8 has a peer (appendN sets it on even entries).
+				tamper(t, s, `UPDATE evidence SET peer = ? WHERE seq = ?`, flipAt(e[k].Peer, 10), k+1)
+			},
+			verified: k, seq: k + 1, reasons: []string{"hash mismatch"},
+		},
+		{
+			name: "one byte of hash",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `UPDATE evidence SET hash = ? WHERE seq = ?`, flipByte(e[k-1].Hash[:], 5), k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"hash mismatch"},
+		},
+		{
+			name: "one byte of prev_hash",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `UPDATE evidence SET prev_hash = ? WHERE seq = ?`, flipByte(e[k-1].PrevHash[:], 0), k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"prev_hash does not match entry 6"},
+		},
+		{
+			name: "one byte of sig",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `UPDATE evidence SET sig = ? WHERE seq = ?`, flipByte(e[k-1].Sig, 40), k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"signature invalid"},
+		},
+		{
+			// The forger recomputes the hash after editing details; without the node key the
+			// signature gives it away.
+			name: "details edited and hash recomputed",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				forged := e[k-1]
+				forged.Details = []byte(`{"i":7,"note":"forged"}`)
+				h := ComputeHash(forged)
+				tamper(t, s, `UPDATE evidence SET details = ?, hash = ? WHERE seq = ?`, string(forged.Details), h[:], k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"signature invalid"},
+		},
+		{
+			// Moving an entry's index time out of the day would hide it from the budget's
+			// Count without touching the signed text.
+			name: "time index moved",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `UPDATE evidence SET unix_nano = ? WHERE seq = ?`, e[k-1].Time.Add(-24*time.Hour).UnixNano(), k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"time index mismatch"},
+		},
+		{
+			name: "middle row deleted",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `DELETE FROM evidence WHERE seq = ?`, 11)
+			},
+			verified: 10, seq: 12, reasons: []string{"sequence gap: 12 follows 10"},
+		},
+		{
+			name: "first row deleted",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `DELETE FROM evidence WHERE seq = 1`)
+			},
+			verified: 0, seq: 2, reasons: []string{"sequence gap: 2 follows 0"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTemp(t)
+			s.now = stepClock(t0, time.Second+1234*time.Nanosecond)
+			signer := newSeedSigner(1)
+			entries := appendN(t, s, signer, n)
+			if _, err := s.Verify(context.Background(), signer.Public()); err != nil {
+				t.Fatalf("Verify(before tampering) = %v", err)
+			}
+			tt.tamper(t, s, entries)
+			res, err := s.Verify(context.Background(), signer.Public())
+			var ce *ChainError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Verify(%s) error = %v, want *ChainError", tt.name, err)
+			}
+			if ce.Seq != tt.seq {
+				t.Errorf("Verify(%s) failed at entry %d, want %d (%v)", tt.name, ce.Seq, tt.seq, err)
+			}
+			for _, r := range tt.reasons {
+				if !strings.Contains(ce.Reason, r) {
+					t.Errorf("Verify(%s) reason = %q, want it to contain %q", tt.name, ce.Reason, r)
+				}
+			}
+			if want := fmt.Sprintf("entry %d: ", tt.seq); !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("Verify(%s) error = %q, want prefix %q", tt.name, err, want)
+			}
+			if res.Entries != tt.verified {
+				t.Errorf("Verify(%s) verified %d entries before failing, want %d", tt.name, res.Entries, tt.verified)
+			}
+		})
+	}
+}
+
+func TestVerifyHashMismatchMessage(t *testing.T) {
+	s := openTemp(t)
+	signer := newSeedSigner(1)
+	e := appendN(t, s, signer, 3)
+	tamper(t, s, `UPDATE evidence SET kind = 'refusal_sent_' WHERE seq = 2`)
+	_, err := s.Verify(context.Background(), signer.Public())
+	stored := e[1].Hash
+	want := "entry 2: hash mismatch (stored " + hex.EncodeToString(stored[:4]) + "…, computed "
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Verify() error = %v, want prefix %q", err, want)
+	}
+}
+
+func TestVerifyWrongKeyFailsAtFirstEntry(t *testing.T) {
+	s := openTemp(t)
+	appendN(t, s, newSeedSigner(1), 5)
+	res, err := s.Verify(context.Background(), newSeedSigner(2).Public())
+	var ce *ChainError
+	if !errors.As(err, &ce) || ce.Seq != 1 || ce.Reason != "signature invalid" {
+		t.Errorf("Verify(wrong key) = %v, want entry 1: signature invalid", err)
+	}
+	if res.Entries != 0 {
+		t.Errorf("Verify(wrong key) verified %d entries, want 0", res.Entries)
+	}
+	if _, err := s.Verify(context.Background(), []byte{1, 2, 3}); err == nil || errors.As(err, &ce) {
+		t.Errorf("Verify(3-byte key) error = %v, want a plain argument error", err)
+	}
+}
+
+func flipAt(s string, i int) string {
+	b := []byte(s)
+	b[i] ^= 1
+	return string(b)
+}
+
+func flipByte(b []byte, i int) []byte {
+	out := append([]byte(nil), b...)
+	out[i] ^= 1
+	return out
+}
