@@ -36,5 +36,11 @@ func main() {
 }
 
 func commands() []*cli.Command {
-	return []*cli.Command{statusCommand(), evidenceCommand(), configCommand()}
+	return []*cli.Command{
+		statusCommand(),
+		doctorCommand(),
+		evidenceCommand(),
+		configCommand(),
+		// Peer transport commands (issue 5) go here.
+	}
 }

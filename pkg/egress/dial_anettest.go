@@ -2,12 +2,29 @@
 
 package egress
 
-import "sync"
+import (
+	"os"
+	"strings"
+	"sync"
+)
 
 var (
 	testRedirectMu sync.RWMutex
 	testRedirects  = map[string]string{}
 )
+
+// TestRedirectEnv names the variable through which end-to-end tests configure redirects in
+// a test-built anet-egress process: "from=to,from=to" (host:port each). Release builds have
+// neither this variable nor the code that reads it.
+const TestRedirectEnv = "ANET_TEST_REDIRECTS"
+
+func init() {
+	for _, pair := range strings.Split(os.Getenv(TestRedirectEnv), ",") {
+		if from, to, ok := strings.Cut(pair, "="); ok {
+			AnetTestRedirect(from, to)
+		}
+	}
+}
 
 // AnetTestRedirect makes DialDirect connect to `to` whenever it is asked for `from` (both
 // host:port). It exists only in test builds so that tests can point api.anthropic.com:443 or a

@@ -1,0 +1,95 @@
+package boundaries
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func deps(t *testing.T, pkg string, tags ...string) map[string]bool {
+	t.Helper()
+	args := []string{"list", "-deps"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	args = append(args, pkg)
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	m := map[string]bool{}
+	for _, l := range strings.Fields(string(out)) {
+		m[l] = true
+	}
+	return m
+}
+
+// Who may link what. The keys reader and the model proxy live only in anet-egress; the
+// process that forks agents links no HTTP stack (it relays bytes, it never speaks HTTP).
+func TestImportBoundaries(t *testing.T) {
+	for _, tc := range []struct {
+		binary    string
+		forbidden []string
+	}{
+		{"anet.dev/anet/cmd/anetd", []string{"anet.dev/anet/pkg/keys", "anet.dev/anet/pkg/modelproxy", "anet.dev/anet/pkg/endpoint"}},
+		{"anet.dev/anet/cmd/anet", []string{"anet.dev/anet/pkg/keys", "anet.dev/anet/pkg/store", "anet.dev/anet/pkg/modelproxy"}},
+		{"anet.dev/anet/cmd/anet-sandboxd", []string{"anet.dev/anet/pkg/keys", "net/http", "anet.dev/anet/pkg/modelproxy", "anet.dev/anet/pkg/store"}},
+	} {
+		for _, tags := range [][]string{nil, {"anettest"}} {
+			t.Run(filepath.Base(tc.binary)+"/"+strings.Join(tags, ","), func(t *testing.T) {
+				d := deps(t, tc.binary, tags...)
+				if len(d) < 10 {
+					t.Fatalf("go list -deps %s gave %d packages: the check would prove nothing", tc.binary, len(d))
+				}
+				for _, f := range tc.forbidden {
+					if d[f] {
+						t.Errorf("%s links %s", tc.binary, f)
+					}
+				}
+			})
+		}
+	}
+	if !deps(t, "anet.dev/anet/cmd/anet-egress")["anet.dev/anet/pkg/keys"] {
+		t.Error("anet-egress does not link pkg/keys: the keys are read somewhere else")
+	}
+}
+
+// The anettest hooks (redirecting model hosts to loopback fakes, weakened sandboxes) exist
+// only in test builds: the release binaries carry none of their symbols.
+func TestReleaseBinariesHaveNoTestHooks(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ cmd, symbol string }{
+		{"anet-egress", "ANET_TEST_REDIRECTS"},
+		{"anet-sandboxd", "ANET_UNSAFE_TEST_WEAKEN"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			for _, build := range []struct {
+				tags      string
+				wantHooks bool
+			}{{"", false}, {"anettest", true}} {
+				bin := filepath.Join(dir, tc.cmd+"-"+build.tags)
+				args := []string{"build", "-o", bin}
+				if build.tags != "" {
+					args = append(args, "-tags", build.tags)
+				}
+				args = append(args, "anet.dev/anet/cmd/"+tc.cmd)
+				if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+					t.Fatalf("go build: %v\n%s", err, out)
+				}
+				// Function names live in the binary's pclntab and strings in its data:
+				// either way the bytes are there when the hook is compiled in.
+				data, err := os.ReadFile(bin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				has := bytes.Contains(data, []byte(tc.symbol))
+				if has != build.wantHooks {
+					t.Errorf("%s built with tags %q: symbol %s present = %v, want %v", tc.cmd, build.tags, tc.symbol, has, build.wantHooks)
+				}
+			}
+		})
+	}
+}
