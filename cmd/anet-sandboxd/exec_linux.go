@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/bwrap"
+)
+
+func init() { commands = append(commands, execCommand()) }
+
+// exitSetup is exec's status when the sandbox itself could not run the command (like env(1)'s
+// 125), so it cannot be confused with the command's own status.
+const exitSetup = 125
+
+// runFlags are the flags that shape a run, shared by exec and self-test.
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "work", Usage: "host work `DIR` bound at /work (default: a fresh dir deleted after the run)"},
+		&cli.StringFlag{Name: "endpoint", Usage: "host endpoint `SOCK` bound at " + sandbox.SandboxEndpoint},
+		&cli.IntFlag{Name: "port", Value: 8080, Usage: "loopback `PORT` init relays to the endpoint"},
+		&cli.GenericFlag{Name: "env", Value: &listValue{}, Usage: "endpoint variable `NAME=VALUE` (repeatable)"},
+		&cli.StringFlag{Name: "agent-tree", Usage: "agent installation `DIR` bound read-only (default: the program's dir)"},
+		&cli.StringFlag{Name: "run-root", Usage: "host `DIR` for per-run home and tmp (default: <cache>/anet/runs)"},
+		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 2G"},
+		&cli.Int64Flag{Name: "tasks", Usage: "task limit (default 256)"},
+		&cli.StringFlag{Name: "disk", Usage: "disk limit for home+tmp+work, e.g. 2G"},
+		&cli.DurationFlag{Name: "timeout", Usage: "wall clock (default 3m0s)"},
+		&cli.DurationFlag{Name: "grace", Usage: "time between TERM and KILL (default 5s)"},
+		&cli.StringFlag{Name: "outcome", Usage: "write the run's outcome as JSON to `FILE`"},
+	}
+}
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "run a command in exactly the sandbox a run gets",
+		ArgsUsage: "-- CMD [ARGS…]",
+		Flags:     runFlags(),
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.Exit("anet-sandboxd exec: no command (usage: exec [flags] -- CMD ARGS…)", 2)
+			}
+			prog, err := exec.LookPath(c.Args().First())
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("anet-sandboxd exec: %v", err), 127)
+			}
+			if prog, err = filepath.Abs(prog); err != nil {
+				return cli.Exit(fmt.Sprintf("anet-sandboxd exec: %v", err), 127)
+			}
+			argv := append([]string{prog}, c.Args().Tail()...)
+			code := runInSandbox(c, argv, sandbox.Stdio{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+			return cli.Exit("", code)
+		},
+	}
+}
+
+// specFromFlags builds the run spec from the shared flags.
+func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
+	var errs []error
+	size := func(name string) int64 {
+		n, err := sandbox.ParseSize(c.String(name))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
+		}
+		return n
+	}
+	spec := sandbox.Spec{
+		ID:        "exec-" + randID(),
+		Mode:      sandbox.ModeSandbox,
+		Argv:      argv,
+		AgentTree: c.String("agent-tree"),
+		RunRoot:   c.String("run-root"),
+		Env:       list(c, "env"),
+		Hidden:    hiddenDirs(),
+		Limits: sandbox.Limits{
+			Memory: size("memory"), Tasks: c.Int64("tasks"), Disk: size("disk"),
+			WallClock: c.Duration("timeout"), Grace: c.Duration("grace"),
+		},
+	}
+	if errs != nil {
+		return spec, errors.Join(errs...)
+	}
+	if spec.RunRoot == "" {
+		spec.RunRoot = filepath.Join(cacheDir(), "anet", "runs")
+	}
+	if w := c.String("work"); w != "" {
+		abs, err := filepath.Abs(w)
+		if err != nil {
+			return spec, fmt.Errorf("--work: %w", err)
+		}
+		spec.WorkRoot = abs
+	}
+	if ep := c.String("endpoint"); ep != "" {
+		abs, err := filepath.Abs(ep)
+		if err != nil {
+			return spec, fmt.Errorf("--endpoint: %w", err)
+		}
+		spec.Endpoint, spec.Port = abs, c.Int("port")
+	}
+	for _, p := range []*string{&spec.AgentTree, &spec.RunRoot} {
+		if *p != "" {
+			if abs, err := filepath.Abs(*p); err == nil {
+				*p = abs
+			}
+		}
+	}
+	return spec, spec.Validate()
+}
+
+// runInSandbox starts argv in a run shaped by the flags, stops it on SIGTERM/SIGINT/SIGHUP,
+// and returns the exit status to pass through.
+func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
+	spec, err := specFromFlags(c, argv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
+		return 2
+	}
+	closeInheritedFds()
+	l, err := bwrap.New(bwrap.Config{Log: quietLogger()})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
+		return exitSetup
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	run, err := l.Start(ctx, spec, stdio)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
+		writeOutcome(c.String("outcome"), sandbox.Outcome{ExitCode: -1, Err: err})
+		return exitSetup
+	}
+	out := run.Wait()
+	writeOutcome(c.String("outcome"), out)
+	if out.Err != nil {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", out.Err)
+		return exitSetup
+	}
+	if out.Limit != "" {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %s: %s\n", out.Limit, out.Detail)
+	}
+	return out.ExitCode
+}
+
+// outcomeJSON is Outcome with the error as text and its reason code.
+type outcomeJSON struct {
+	sandbox.Outcome
+	Code  string `json:"code,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func writeOutcome(path string, o sandbox.Outcome) {
+	if path == "" {
+		return
+	}
+	j := outcomeJSON{Outcome: o}
+	if o.Err != nil {
+		j.Error, j.Code = o.Err.Error(), string(sandbox.CodeOf(o.Err))
+	}
+	b, _ := json.Marshal(j)
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: write outcome: %v\n", err)
+	}
+}
+
+// closeInheritedFds marks every fd above stdio that the shell (or any parent) left open as
+// close-on-exec, so none reaches bwrap or init; the launcher passes its own fds explicitly.
+func closeInheritedFds() {
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+}
+
+func randID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func cacheDir() string {
+	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache")
+}
+
+// hiddenDirs are the node's dirs that must never be visible in a run (S3, F3): the agent tree
+// may not overlap them. Paths follow the XDG layout of ARCHITECTURE.md.
+func hiddenDirs() []string {
+	home, _ := os.UserHomeDir()
+	xdg := func(env, def string) string {
+		if d := os.Getenv(env); filepath.IsAbs(d) {
+			return d
+		}
+		return filepath.Join(home, def)
+	}
+	out := []string{
+		filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "anet"),
+		filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "anet"),
+	}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
+		out = append(out, filepath.Join(rt, "anet"))
+	}
+	for i, p := range out {
+		out[i] = filepath.Clean(p)
+	}
+	return out
+}

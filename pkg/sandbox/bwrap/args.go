@@ -1,0 +1,211 @@
+// Package bwrap is the Linux launcher: it renders a sandbox.Spec into bubblewrap arguments
+// (Args, a pure function), applies the spec (link-safe dirs, seccomp memfds, cgroup limits,
+// exec), watches the run (wall clock, disk), and holds the in-sandbox halves: init (pid 1,
+// the loopback bridge) and the probe checks (S7).
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// SystemDir is one host system directory as it will appear in the sandbox: bound read-only,
+// or, when the host has a symlink there (usrmerge: /bin -> usr/bin), the same symlink.
+type SystemDir struct {
+	Path string `json:"path"`
+	Link string `json:"link,omitempty"`
+}
+
+// Layout is the host side of a run, resolved and created by the apply step. Args only reads it.
+type Layout struct {
+	SystemDirs []SystemDir
+	// Home, Tmp and Work are host dirs created for the run (resolved, link-free).
+	Home, Tmp, Work string
+	// Endpoint is the resolved host path of the endpoint socket, or "".
+	Endpoint string
+	// Self is the resolved host path of the anet-sandboxd binary run as pid 1.
+	Self string
+	// AgentTree is the resolved agent installation dir bound read-only at its own path, or "".
+	AgentTree string
+	// SeccompFDs are the child's fd numbers of the sealed seccomp programs.
+	SeccompFDs []int
+	// EnvFD is the child's fd number of the handed-in environment (NUL-separated), or -1.
+	EnvFD int
+	// StatusFD is the child's fd for bwrap's --json-status-fd, or -1.
+	StatusFD int
+	// BlockFD is the child's fd bwrap's sandbox child waits on (--block-fd) until the
+	// launcher has applied rlimits and cgroups to it, or -1.
+	BlockFD int
+	// Hostname is the run's own hostname.
+	Hostname string
+	// Unsafe drops protections; only test builds (-tags anettest) ever set it.
+	Unsafe Weakening
+}
+
+// Weakening names protections a test build can drop to prove self-test notices (issue 3).
+type Weakening struct {
+	KeepNet     bool // no --unshare-net
+	NoSeccomp   bool // no seccomp programs
+	AllowUserns bool // no --disable-userns
+}
+
+// DefaultSystemDirs are the host dirs a run may see read-only when they exist (S3).
+var DefaultSystemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
+
+// Args renders spec and layout into bwrap's argument list (without "bwrap" itself). It is
+// pure: the same input gives the same output, tested against a golden file.
+func Args(spec sandbox.Spec, l Layout) ([]string, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, fmt.Errorf("bwrap args: %w", err)
+	}
+	if spec.Mode != sandbox.ModeSandbox {
+		return nil, fmt.Errorf("bwrap args: mode %q is not sandboxed", spec.Mode)
+	}
+	if err := l.validate(spec); err != nil {
+		return nil, fmt.Errorf("bwrap args: %w", err)
+	}
+	a := []string{
+		// Namespaces (S1). --unshare-user is explicit: bwrap only implies it when not root,
+		// and as root without it the sandbox would keep capabilities.
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
+	}
+	if !l.Unsafe.KeepNet {
+		a = append(a, "--unshare-net")
+	}
+	if !l.Unsafe.AllowUserns {
+		a = append(a, "--disable-userns")
+	}
+	a = append(a,
+		"--new-session",     // TIOCSTI defence: no controlling terminal shared with the host
+		"--die-with-parent", // runs end when the launcher ends (S4)
+		"--as-pid-1",        // our init is pid 1: it reaps and forwards signals itself
+		"--cap-drop", "ALL",
+		"--clearenv",
+		"--hostname", l.Hostname,
+		"--proc", "/proc",
+		"--dev", "/dev",
+	)
+	for _, d := range l.SystemDirs {
+		if d.Link != "" {
+			a = append(a, "--symlink", d.Link, d.Path)
+		} else {
+			a = append(a, "--ro-bind", d.Path, d.Path)
+		}
+	}
+	a = append(a,
+		"--bind", l.Home, sandbox.SandboxHome,
+		"--bind", l.Tmp, sandbox.SandboxTmp,
+		"--bind", l.Work, sandbox.SandboxWork,
+		"--perms", "0755", "--dir", sandbox.SandboxRunDir,
+		"--ro-bind", l.Self, sandbox.SandboxSelf,
+	)
+	if l.AgentTree != "" {
+		a = append(a, "--ro-bind", l.AgentTree, l.AgentTree)
+	}
+	if l.Endpoint != "" {
+		// Read-only still lets init connect(); the run cannot replace or chmod the socket.
+		a = append(a, "--ro-bind", l.Endpoint, sandbox.SandboxEndpoint)
+	}
+	if l.EnvFD >= 0 {
+		a = append(a, "--perms", "0400", "--ro-bind-data", strconv.Itoa(l.EnvFD), sandbox.SandboxEnvFile)
+	}
+	if !l.Unsafe.NoSeccomp {
+		for _, fd := range l.SeccompFDs {
+			a = append(a, "--add-seccomp-fd", strconv.Itoa(fd))
+		}
+	}
+	if l.StatusFD >= 0 {
+		a = append(a, "--json-status-fd", strconv.Itoa(l.StatusFD))
+	}
+	if l.BlockFD >= 0 {
+		a = append(a, "--block-fd", strconv.Itoa(l.BlockFD))
+	}
+	// The root and /dev are bwrap's tmpfs; once everything is mounted they go read-only too,
+	// so a run writes only its home, tmp and work dir (measured) and /dev/shm (its own tmpfs,
+	// charged to the run's memory limit).
+	a = append(a, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/")
+	for _, kv := range sandbox.BaseEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	a = append(a, "--chdir", sandbox.SandboxWork, "--", sandbox.SandboxSelf, "init")
+	if l.Endpoint != "" {
+		a = append(a, "--endpoint", sandbox.SandboxEndpoint, "--port", strconv.Itoa(spec.Port))
+	}
+	if l.EnvFD >= 0 {
+		a = append(a, "--env-file", sandbox.SandboxEnvFile)
+	}
+	a = append(a, "--")
+	return append(a, spec.Argv...), nil
+}
+
+func (l Layout) validate(spec sandbox.Spec) error {
+	var errs []error
+	for _, p := range []struct{ name, v string }{
+		{"home", l.Home}, {"tmp", l.Tmp}, {"work", l.Work}, {"self", l.Self},
+	} {
+		if !filepath.IsAbs(p.v) || filepath.Clean(p.v) != p.v {
+			errs = append(errs, fmt.Errorf("layout %s %q: want a clean absolute path", p.name, p.v))
+		}
+	}
+	if (spec.Endpoint == "") != (l.Endpoint == "") {
+		errs = append(errs, errors.New("layout endpoint: must be set exactly when the spec has one"))
+	}
+	if l.Hostname == "" || strings.ContainsAny(l.Hostname, "/ \x00") || len(l.Hostname) > 64 {
+		errs = append(errs, fmt.Errorf("layout hostname %q: want 1-64 characters, no / or space", l.Hostname))
+	}
+	if len(l.SeccompFDs) == 0 && !l.Unsafe.NoSeccomp {
+		errs = append(errs, errors.New("layout seccomp: no programs (refusing to run without a filter)"))
+	}
+	for _, d := range l.SystemDirs {
+		if !isSystemDir(d.Path) {
+			errs = append(errs, fmt.Errorf("layout system dir %q: not one of %v", d.Path, DefaultSystemDirs))
+		}
+	}
+	if l.AgentTree != "" {
+		if err := CheckAgentTree(l.AgentTree, spec.Hidden, ""); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isSystemDir(p string) bool {
+	for _, d := range DefaultSystemDirs {
+		if p == d {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckAgentTree refuses an agent installation tree that would expose what must stay hidden:
+// one that lies under, or contains, a hidden dir (data, runtime, config, control token), one
+// that is the operator's home or contains it (home may be ""), or "/" or a top-level dir.
+func CheckAgentTree(tree string, hidden []string, home string) error {
+	if !filepath.IsAbs(tree) || filepath.Clean(tree) != tree {
+		return fmt.Errorf("agent tree %q: want a clean absolute path", tree)
+	}
+	if strings.Count(tree, "/") < 2 {
+		return fmt.Errorf("agent tree %q: too broad (a top-level directory)", tree)
+	}
+	if home != "" && within(home, tree) {
+		return fmt.Errorf("agent tree %q: contains the operator's home %q", tree, home)
+	}
+	for _, h := range hidden {
+		if within(tree, h) || within(h, tree) {
+			return fmt.Errorf("agent tree %q: overlaps %q, which must never be visible in a run", tree, h)
+		}
+	}
+	return nil
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}

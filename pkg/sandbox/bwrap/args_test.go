@@ -1,0 +1,142 @@
+package bwrap
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// update rewrites the golden file. The harness runs tests in a copy of this dir as another
+// user, so -update only works when run as an ordinary user (not root) from the source tree.
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func goldenSpec() sandbox.Spec {
+	return sandbox.Spec{
+		ID: "r1", Mode: sandbox.ModeSandbox, Argv: []string{"/opt/agent/bin/agent", "-p", "task"},
+		RunRoot: "/c/runs", WorkRoot: "/c/work-sandbox", WorkSub: "aid/i1",
+		Endpoint: "/rt/anet/r1/endpoint.sock", Port: 8080,
+		Env:    []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:8080"},
+		Hidden: []string{"/d/anet", "/cfg/anet", "/rt/anet"},
+	}
+}
+
+func goldenLayout() Layout {
+	return Layout{
+		SystemDirs: []SystemDir{{Path: "/usr"}, {Path: "/etc"}, {Path: "/bin", Link: "usr/bin"}, {Path: "/lib64", Link: "usr/lib64"}},
+		Home:       "/c/runs/r1/home", Tmp: "/c/runs/r1/tmp", Work: "/c/work-sandbox/aid/i1",
+		Endpoint: "/rt/anet/r1/endpoint.sock", Self: "/usr/libexec/anet/anet-sandboxd",
+		AgentTree: "/opt/agent", SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, BlockFD: 7, Hostname: "anet-run",
+	}
+}
+
+// TestArgsGolden pins the whole bwrap argv (issue 3 item 1; S1 namespaces, S3 file system,
+// S4 caps/seccomp, S5 env). Run with -update after a deliberate change, and review the diff.
+func TestArgsGolden(t *testing.T) {
+	args, err := Args(goldenSpec(), goldenLayout())
+	if err != nil {
+		t.Fatalf("Args = %v", err)
+	}
+	got := strings.Join(args, "\n") + "\n"
+	path := filepath.Join("testdata", "args.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run go test -update once): %v", err)
+	}
+	if got != string(want) {
+		t.Fatalf("Args(golden) differs from %s:\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// TestArgsAlwaysHardened: the flags issue 3 item 1 requires are present in every argv, and
+// nothing of the host's /run, /tmp, /home, /root, /var is bound.
+func TestArgsAlwaysHardened(t *testing.T) {
+	args, err := Args(goldenSpec(), goldenLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := " " + strings.Join(args, " ") + " "
+	for _, f := range []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--unshare-cgroup", "--unshare-net", "--disable-userns", "--new-session", "--die-with-parent",
+		"--cap-drop ALL", "--clearenv", "--proc /proc", "--dev /dev", "--as-pid-1",
+		"--add-seccomp-fd 3", "--add-seccomp-fd 4", "--chdir /work", "--remount-ro /"} {
+		if !strings.Contains(joined, " "+f+" ") {
+			t.Errorf("Args lacks %q", f)
+		}
+	}
+	for i, a := range args {
+		if a != "--bind" && a != "--ro-bind" || i+1 >= len(args) {
+			continue
+		}
+		src := args[i+1]
+		for _, bad := range []string{"/run", "/var", "/tmp", "/home", "/root", "/rt/anet", "/d/anet", "/cfg/anet"} {
+			if src == bad {
+				t.Errorf("Args binds host %s", src)
+			}
+		}
+	}
+	if i := strings.Index(joined, " -- "); i < 0 || strings.Contains(joined[:i], "ANTHROPIC") {
+		t.Errorf("handed-in env appears in bwrap's argv; it must go through the env fd: %s", joined)
+	}
+}
+
+func TestArgsRefuses(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*sandbox.Spec, *Layout)
+		want   string
+	}{
+		{"no seccomp", func(_ *sandbox.Spec, l *Layout) { l.SeccompFDs = nil }, "seccomp"},
+		{"direct mode", func(s *sandbox.Spec, _ *Layout) { s.Mode = sandbox.ModeDirect }, "not sandboxed"},
+		{"agent tree is data dir", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/d/anet/bin" }, "agent tree"},
+		{"agent tree contains runtime dir", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/rt" }, "top-level"},
+		{"agent tree contains config", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/cfg/anet/.." }, "clean"},
+		{"bad hostname", func(_ *sandbox.Spec, l *Layout) { l.Hostname = "a b" }, "hostname"},
+		{"endpoint mismatch", func(_ *sandbox.Spec, l *Layout) { l.Endpoint = "" }, "endpoint"},
+		{"not a system dir", func(_ *sandbox.Spec, l *Layout) { l.SystemDirs = append(l.SystemDirs, SystemDir{Path: "/home"}) }, "system dir"},
+		{"relative home", func(_ *sandbox.Spec, l *Layout) { l.Home = "home" }, "home"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, l := goldenSpec(), goldenLayout()
+			c.mutate(&s, &l)
+			_, err := Args(s, l)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Args = %v, want an error mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestCheckAgentTree(t *testing.T) {
+	hidden := []string{"/home/op/.local/share/anet", "/home/op/.config/anet", "/run/user/1000/anet"}
+	cases := []struct {
+		tree string
+		ok   bool
+	}{
+		{"/home/op/.local/share/claude/versions/2.1", true},
+		{"/opt/codex", true},
+		{"/home/op/.local/share", false}, // contains the data dir
+		{"/home/op/.local/share/anet/agents", false},
+		{"/home/op", false}, // the operator's home
+		{"/home", false},
+		{"/", false},
+		{"/run/user/1000", false},
+	}
+	for _, c := range cases {
+		t.Run(c.tree, func(t *testing.T) {
+			err := CheckAgentTree(c.tree, hidden, "/home/op")
+			if (err == nil) != c.ok {
+				t.Fatalf("CheckAgentTree(%q) = %v, want ok=%v", c.tree, err, c.ok)
+			}
+		})
+	}
+}

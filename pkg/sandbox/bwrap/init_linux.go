@@ -1,0 +1,156 @@
+package bwrap
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// InitOptions configure `anet-sandboxd init`, pid 1 of a run (issue 3 item 4).
+type InitOptions struct {
+	// Endpoint is the bound endpoint socket and Port the loopback port relayed to it; Endpoint
+	// "" runs no relay.
+	Endpoint string
+	Port     int
+	// EnvFile holds the handed-in variables, NUL-separated; "" for none.
+	EnvFile string
+	Argv    []string
+	// Stderr receives init's own messages.
+	Stderr io.Writer
+}
+
+// Init is pid 1 inside the sandbox. It holds nothing the agent lacks (same uid, same seccomp
+// filter, same view) and enforces nothing: every rule is applied by the endpoint on the other
+// side of the socket. It relays 127.0.0.1:Port to the endpoint, starts the agent, forwards
+// signals, reaps every orphan, and returns the agent's status (128+n when signal n ended it).
+func Init(o InitOptions) int {
+	logf := func(format string, a ...any) {
+		if o.Stderr != nil {
+			fmt.Fprintf(o.Stderr, "anet-sandboxd init: "+format+"\n", a...)
+		}
+	}
+	// Non-dumpable: the agent (same uid) cannot ptrace or read /proc/1/mem of init.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		logf("set non-dumpable: %v", err)
+		return 126
+	}
+	if len(o.Argv) == 0 {
+		logf("no agent command")
+		return 126
+	}
+	// Only stdio reaches the agent, whatever bwrap or its parent left open.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		logf("mark fds close-on-exec: %v", err)
+		return 126
+	}
+	env := os.Environ()
+	if o.EnvFile != "" {
+		b, err := os.ReadFile(o.EnvFile)
+		if err != nil {
+			logf("read env: %v", err)
+			return 126
+		}
+		for _, kv := range bytes.Split(b, []byte{0}) {
+			if len(kv) > 0 {
+				env = append(env, string(kv))
+			}
+		}
+	}
+	// Signals are registered before the agent starts so none is lost in between.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGCHLD)
+	if o.Endpoint != "" {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Port)))
+		if err != nil {
+			logf("listen 127.0.0.1:%d: %v", o.Port, err)
+			return 126
+		}
+		go serveRelay(ln, o.Endpoint, logf)
+	}
+	proc, err := os.StartProcess(o.Argv[0], o.Argv, &os.ProcAttr{
+		Env:   env,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		// Its own group, so a forwarded signal reaches the agent's pipeline, not init.
+		Sys: &syscall.SysProcAttr{Setpgid: true},
+	})
+	if err != nil {
+		logf("start agent %s: %v", o.Argv[0], err)
+		return 127
+	}
+	agent := proc.Pid
+	for sig := range sigs {
+		if sig != syscall.SIGCHLD {
+			_ = syscall.Kill(-agent, sig.(syscall.Signal))
+			continue
+		}
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+			if pid != agent {
+				continue // an orphan reparented to us: reaped
+			}
+			// pid 1 leaving makes the kernel kill the rest of the namespace.
+			if ws.Signaled() {
+				return 128 + int(ws.Signal())
+			}
+			return ws.ExitStatus()
+		}
+	}
+	return 126
+}
+
+// serveRelay accepts loopback connections and joins each to a fresh endpoint connection.
+func serveRelay(ln net.Listener, endpoint string, logf func(string, ...any)) {
+	var delay time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			logf("accept: %v", err)
+			return
+		}
+		delay = 0
+		go relay(c, endpoint, logf)
+	}
+}
+
+func relay(c net.Conn, endpoint string, logf func(string, ...any)) {
+	defer c.Close()
+	u, err := net.Dial("unix", endpoint)
+	if err != nil {
+		logf("dial endpoint: %v", err)
+		return
+	}
+	defer u.Close()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// Half-close: the other direction may still be answering (HTTP/1.0 bodies, CONNECT).
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(u, c)
+	go pipe(c, u)
+	<-done
+	<-done
+}

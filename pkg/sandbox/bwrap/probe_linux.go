@@ -1,0 +1,260 @@
+package bwrap
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// ProbeCommand is the subcommand the probe runs inside the sandbox: `anet-sandboxd probe
+// --inside --targets JSON`.
+const ProbeCommand = "probe"
+
+// Probe implements sandbox.Launcher: a cached (5 min per configuration) run of the S7 checks
+// in a sandbox built exactly like a run's.
+func (l *Launcher) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
+	hash, err := l.ConfigHash()
+	if err != nil {
+		return l.failed(sandbox.CodeOf(err), err.Error()), nil
+	}
+	return l.cache.Get(ctx, hash, l.ProbeUncached)
+}
+
+// ConfigHash identifies the sandbox configuration: bwrap, the rendered argv template, the
+// seccomp programs and the limits mechanism. A change of any of them invalidates the cache.
+func (l *Launcher) ConfigHash() (string, error) {
+	bw, err := l.bwrapPath()
+	if err != nil {
+		return "", err
+	}
+	progs, err := l.cfg.Filters()
+	if err != nil {
+		return "", reasons.New(reasons.SeccompFailed, err.Error())
+	}
+	spec := sandbox.Spec{ID: "x", Mode: sandbox.ModeSandbox, Argv: []string{"/x"}, RunRoot: "/r", Endpoint: "/e", Port: 1}
+	lay := Layout{SystemDirs: systemDirs(), Home: "/h", Tmp: "/t", Work: "/w", Endpoint: "/e", Self: l.cfg.Self,
+		SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, BlockFD: 7, Hostname: l.cfg.Hostname, Unsafe: l.unsafe}
+	args, err := Args(spec, lay)
+	if err != nil {
+		return "", err
+	}
+	parts := [][]byte{[]byte(bw), []byte(strings.Join(args, "\x00")), []byte(l.mech.Mode)}
+	parts = append(parts, progs...)
+	return sandbox.ConfigHash(parts...), nil
+}
+
+func (l *Launcher) failed(code reasons.Code, detail string) sandbox.ProbeResult {
+	if code == "" {
+		code = reasons.SandboxStartFailed
+	}
+	return sandbox.ProbeResult{OK: false, Code: code, Detail: detail, At: time.Now()}
+}
+
+// ProbeUncached runs the probe now: the host opens the canaries (a TCP listener on its
+// loopback, an abstract socket with a random name, an echo endpoint) and closes them after.
+func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, error) {
+	res := sandbox.ProbeResult{At: time.Now(), Limits: sandbox.CgroupNone}
+	if l.mech.Mode == LimitsNone {
+		res.Warnings = append(res.Warnings, reasons.NoCgroupLimits)
+	}
+	can, err := openCanaries()
+	if err != nil {
+		return res, fmt.Errorf("probe: %w", err)
+	}
+	defer can.close()
+	relayPort := 47000 + int(randUint16()%2000)
+	targets := ProbeTargets{HostPort: can.tcpPort, Abstract: can.abstract, RelayPort: relayPort}
+	tj, _ := json.Marshal(targets)
+
+	id := "probe-" + randHex(6)
+	spec := sandbox.Spec{
+		ID: id, Mode: sandbox.ModeSandbox,
+		Argv:     []string{sandbox.SandboxSelf, ProbeCommand, "--inside", "--targets", string(tj)},
+		RunRoot:  can.dir,
+		Endpoint: can.endpoint, Port: relayPort,
+		Limits: sandbox.Limits{WallClock: 30 * time.Second, Grace: time.Second},
+	}
+	var stdout, stderr bytes.Buffer
+	run, err := l.start(ctx, spec, sandbox.Stdio{Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		r := l.failed(sandbox.CodeOf(err), err.Error())
+		r.Warnings = res.Warnings
+		return r, nil
+	}
+	out := run.Wait()
+	res.Limits = out.Cgroup
+	if out.Err != nil {
+		r := l.failed(sandbox.CodeOf(out.Err), out.Err.Error())
+		r.Warnings = res.Warnings
+		return r, nil
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res.Checks); err != nil || len(res.Checks) == 0 {
+		detail := fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, lastLine(stderr.String()))
+		r := l.failed(reasons.SandboxStartFailed, detail)
+		r.Warnings = res.Warnings
+		return r, nil
+	}
+	if n := can.tcpHits.Load(); n > 0 {
+		res.Checks = append(res.Checks, sandbox.Check{Name: "host_tcp_canary", OK: false,
+			Detail: fmt.Sprintf("the host canary listener accepted %d connection(s) from the sandbox", n)})
+	}
+	res.OK = true
+	for _, c := range res.Checks {
+		if !c.OK {
+			res.OK = false
+			if res.Code == "" {
+				res.Code = checkCode(c.Name)
+				res.Detail = c.Name + ": " + c.Detail
+			}
+		}
+	}
+	if res.Limits != sandbox.CgroupFull && !hasCode(res.Warnings, reasons.NoCgroupLimits) {
+		res.Warnings = append(res.Warnings, reasons.NoCgroupLimits)
+	}
+	return res, nil
+}
+
+func hasCode(cs []reasons.Code, c reasons.Code) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCode maps a failed S7 check to its reason code (F2).
+func checkCode(name string) reasons.Code {
+	switch name {
+	case CheckKeyring, CheckUserns:
+		return reasons.SeccompFailed
+	default:
+		return reasons.NetnsFailed
+	}
+}
+
+type canaries struct {
+	dir      string
+	tcp      net.Listener
+	tcpPort  int
+	tcpHits  atomic.Int64
+	abs      net.Listener
+	abstract string
+	ep       net.Listener
+	endpoint string
+}
+
+func openCanaries() (*canaries, error) {
+	dir, err := shortTempDir("anet-probe-")
+	if err != nil {
+		return nil, err
+	}
+	c := &canaries{dir: dir}
+	if c.tcp, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		c.close()
+		return nil, fmt.Errorf("tcp canary: %w", err)
+	}
+	c.tcpPort = c.tcp.Addr().(*net.TCPAddr).Port
+	go func() {
+		for {
+			conn, err := c.tcp.Accept()
+			if err != nil {
+				return
+			}
+			c.tcpHits.Add(1)
+			conn.Close()
+		}
+	}()
+	c.abstract = "anet-probe-" + randHex(12)
+	if c.abs, err = net.Listen("unix", "@"+c.abstract); err != nil {
+		c.close()
+		return nil, fmt.Errorf("abstract canary: %w", err)
+	}
+	go acceptClose(c.abs)
+	c.endpoint = filepath.Join(dir, "endpoint.sock")
+	if c.ep, err = net.Listen("unix", c.endpoint); err != nil {
+		c.close()
+		return nil, fmt.Errorf("probe endpoint: %w", err)
+	}
+	go func() {
+		for {
+			conn, err := c.ep.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+				line, err := bufio.NewReader(conn).ReadString('\n')
+				if err == nil {
+					conn.Write([]byte(line))
+				}
+			}()
+		}
+	}()
+	return c, nil
+}
+
+// shortTempDir makes a 0700 temp dir whose path leaves room for a socket name (sun_path holds
+// 108 bytes): $XDG_RUNTIME_DIR, then the temp dir, then /tmp.
+func shortTempDir(prefix string) (string, error) {
+	var last error
+	for _, base := range []string{os.Getenv("XDG_RUNTIME_DIR"), os.TempDir(), "/tmp"} {
+		if base == "" || len(base)+len(prefix)+40 > 100 {
+			continue
+		}
+		d, err := os.MkdirTemp(base, prefix)
+		if err == nil {
+			return d, nil
+		}
+		last = err
+	}
+	if last == nil {
+		last = fmt.Errorf("no temp dir short enough for a unix socket path")
+	}
+	return "", fmt.Errorf("probe dir: %w", last)
+}
+
+func acceptClose(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		conn.Close()
+	}
+}
+
+func (c *canaries) close() {
+	for _, ln := range []net.Listener{c.tcp, c.abs, c.ep} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+	_ = sandbox.RemovePath(c.dir)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func randUint16() uint16 {
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return uint16(b[0])<<8 | uint16(b[1])
+}

@@ -1,0 +1,484 @@
+package bwrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// Child fd numbers: ExtraFiles[i] becomes fd 3+i in `enter` and, through exec, in bwrap.
+const (
+	fdSeccomp0 = 3
+)
+
+// run is one started sandboxed run.
+type run struct {
+	l      *Launcher
+	spec   sandbox.Spec
+	lim    sandbox.Limits
+	cmd    *exec.Cmd
+	leaf   *leaf
+	runDir string   // <RunRoot>/<ID>: home, tmp (and the work dir when ephemeral)
+	lock   *os.File // flock on runDir while the run lives (see sandbox.SweepRunRoot)
+	dirs   []string
+	stderr *tailWriter
+
+	childPid   chan int      // init's host pid, from --json-status-fd
+	statusDone chan struct{} // closed when bwrap's status pipe reached EOF
+	done       chan struct{}
+
+	mu       sync.Mutex // guards the fields below
+	limit    reasons.Code
+	exitCode int
+	gotExit  bool
+	pidfd    int   // init's pidfd once confined, else -1
+	setupErr error // a failure after the process started (limits not read back)
+	killed   bool  // we SIGKILLed the run (limit, Stop, KillAll)
+	outcome  sandbox.Outcome
+}
+
+// Start applies spec: link-safe dirs, seccomp memfds, cgroup limits, then `enter` → bwrap →
+// init → agent. The order keeps every limit in place before any sandbox process exists.
+//
+// A sandboxed run never starts without a passing probe (fresh or cached, S7, issue 3 item 7):
+// a failed probe is returned as its *reasons.Error.
+func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode == sandbox.ModeDirect {
+		return sandbox.StartDirect(ctx, spec, stdio)
+	}
+	res, err := l.Probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !res.OK {
+		return nil, res.Err()
+	}
+	return l.start(ctx, spec, stdio)
+}
+
+// start is Start without the probe (the probe's own run, and self-test's battery).
+func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	bw, err := l.bwrapPath()
+	if err != nil {
+		return nil, err
+	}
+	r := &run{l: l, spec: spec, lim: spec.Limits.WithDefaults(), pidfd: -1, childPid: make(chan int, 1), statusDone: make(chan struct{}), done: make(chan struct{})}
+	var files []*os.File
+	closeFiles := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	fail := func(err error) (sandbox.Run, error) {
+		closeFiles()
+		r.leaf.kill()
+		r.leaf.remove()
+		r.cleanupDirs()
+		return nil, err
+	}
+
+	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: systemDirs()}
+	if err := r.makeDirs(&lay); err != nil {
+		return fail(err)
+	}
+	tree, prog, err := agentTree(spec)
+	if err != nil {
+		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
+	}
+	lay.AgentTree = tree
+	spec.Argv = append([]string{prog}, spec.Argv[1:]...)
+	if spec.Endpoint != "" {
+		ep, err := filepath.EvalSymlinks(spec.Endpoint)
+		if err != nil {
+			return fail(fmt.Errorf("start %s: endpoint: %w", spec.ID, err))
+		}
+		if fi, err := os.Lstat(ep); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return fail(fmt.Errorf("start %s: endpoint %s is not a socket", spec.ID, ep))
+		}
+		lay.Endpoint = ep
+	}
+
+	progs, err := l.cfg.Filters()
+	if err != nil {
+		return fail(reasons.New(reasons.SeccompFailed, err.Error()))
+	}
+	for _, p := range progs {
+		f, err := seccompMemfd(p)
+		if err != nil {
+			return fail(reasons.New(reasons.SeccompFailed, err.Error()))
+		}
+		lay.SeccompFDs = append(lay.SeccompFDs, fdSeccomp0+len(files))
+		files = append(files, f)
+	}
+	if len(spec.Env) > 0 {
+		f, err := writeMemfd("anet-env", []byte(strings.Join(spec.Env, "\x00")+"\x00"))
+		if err != nil {
+			return fail(fmt.Errorf("start %s: env: %w", spec.ID, err))
+		}
+		lay.EnvFD = fdSeccomp0 + len(files)
+		files = append(files, f)
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return fail(fmt.Errorf("start %s: status pipe: %w", spec.ID, err))
+	}
+	lay.StatusFD = fdSeccomp0 + len(files)
+	files = append(files, statusW)
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		statusR.Close()
+		return fail(fmt.Errorf("start %s: block pipe: %w", spec.ID, err))
+	}
+	defer blockW.Close() // releases (or, after a failure, ends) a child still waiting
+	lay.BlockFD = fdSeccomp0 + len(files)
+	files = append(files, blockR)
+
+	args, err := Args(spec, lay)
+	if err != nil {
+		statusR.Close()
+		return fail(err)
+	}
+	cgroup := sandbox.CgroupNone
+	switch l.mech.Mode {
+	case LimitsV1, LimitsV2:
+		if r.leaf, err = l.mech.newLeaf(spec.ID, r.lim); err != nil {
+			statusR.Close()
+			return fail(fmt.Errorf("start %s: %w", spec.ID, err))
+		}
+		cgroup = sandbox.CgroupFull
+	}
+	argv := append([]string{bw}, args...)
+	if l.mech.Mode == LimitsSystemd {
+		sr, err := exec.LookPath("systemd-run")
+		if err != nil {
+			statusR.Close()
+			return fail(fmt.Errorf("start %s: %w", spec.ID, err))
+		}
+		argv = SystemdScopeArgs(sr, spec.ID, r.lim, argv)
+	}
+
+	r.stderr = &tailWriter{w: stdio.Stderr, max: 4096}
+	cmd := &exec.Cmd{
+		Path:       argv[0],
+		Args:       argv,
+		Env:        []string{},
+		Stdin:      stdio.Stdin,
+		Stdout:     stdio.Stdout,
+		Stderr:     r.stderr,
+		ExtraFiles: files,
+		SysProcAttr: &syscall.SysProcAttr{
+			Pdeathsig: syscall.SIGKILL, // with bwrap --die-with-parent: runs end with us
+			Setpgid:   true,            // terminal signals reach the launcher, which stops runs itself
+		},
+	}
+	r.cmd = cmd
+	if err := cmd.Start(); err != nil {
+		statusR.Close()
+		return fail(reasons.New(reasons.SandboxStartFailed, err.Error()))
+	}
+	closeFiles()
+	go r.readStatus(statusR)
+	if err := r.confine(); err != nil {
+		r.setupErr = err
+		r.kill()
+	}
+	if r.setupErr == nil && l.mech.Mode == LimitsSystemd {
+		// Fail closed: limits that cannot be read back from the run's own cgroup are not
+		// in force, and this run was promised them.
+		if err := systemdReadBack(cmd.Process.Pid, r.lim); err != nil {
+			r.setupErr = err
+			r.kill()
+		} else {
+			cgroup = sandbox.CgroupFull
+		}
+	}
+	if r.setupErr == nil {
+		_, _ = blockW.Write([]byte{1}) // the sandbox child may now exec init
+	}
+	r.outcome.Cgroup = cgroup
+	l.mu.Lock()
+	l.runs[r] = true
+	l.mu.Unlock()
+	l.cfg.Log.Info("run started", "id", spec.ID, "mode", spec.Mode, "limits", l.mech.Mode, "cgroup", cgroup, "argv0", prog)
+
+	go r.watch(ctx)
+	return r, nil
+}
+
+// confine applies what must be in place before any sandbox code runs. bwrap's child (pid 1
+// of the run, still bwrap) waits on --block-fd after reporting its pid; from outside we set
+// its RLIMIT_CORE (0) and RLIMIT_FSIZE and move it into the run's cgroups, so init, the
+// agent and everything they fork inherit them. A child that died meanwhile is not an error
+// here: bwrap reports its own failure.
+func (r *run) confine() error {
+	var pid int
+	select {
+	case pid = <-r.childPid:
+	case <-r.statusDone:
+		return nil // bwrap failed before forking; finish reports its message
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("bwrap did not report its child within 30s")
+	}
+	gone := func(err error) bool { return errors.Is(err, syscall.ESRCH) }
+	// The child is blocked, so pid is still it: a pidfd pins it for every later signal, which
+	// a recycled pid number could not guarantee.
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if gone(err) {
+			return nil
+		}
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	r.mu.Lock()
+	r.pidfd = pidfd
+	r.mu.Unlock()
+	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil && !gone(err) {
+		return fmt.Errorf("set RLIMIT_CORE of %d: %w", pid, err)
+	}
+	fs := uint64(r.lim.FileSize)
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: fs, Max: fs}, nil); err != nil && !gone(err) {
+		return fmt.Errorf("set RLIMIT_FSIZE of %d: %w", pid, err)
+	}
+	if r.leaf != nil {
+		for _, p := range r.leaf.procs {
+			if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil && !gone(err) {
+				return fmt.Errorf("join cgroup %s: %w", p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// makeDirs creates <RunRoot>/<ID>/{home,tmp[,work]} fresh and the work dir, all link-safe.
+func (r *run) makeDirs(lay *Layout) error {
+	spec := r.spec
+	root, rootF, err := sandbox.MkdirUnder(spec.RunRoot, "", 0o700)
+	if err != nil {
+		return fmt.Errorf("start %s: run root: %w", spec.ID, err)
+	}
+	defer rootF.Close()
+	if removed, err := sandbox.SweepRunRoot(root, time.Minute); err != nil || len(removed) > 0 {
+		r.l.cfg.Log.Warn("swept run dirs of a killed launcher", "removed", removed, "err", err)
+	}
+	// A leftover run dir may hold what an earlier run planted: never reuse one.
+	if err := unix.Mkdirat(int(rootF.Fd()), spec.ID, 0o700); err != nil {
+		return fmt.Errorf("start %s: run dir %s: %w", spec.ID, filepath.Join(root, spec.ID), err)
+	}
+	r.runDir = filepath.Join(root, spec.ID)
+	if r.lock, err = sandbox.LockRunDir(r.runDir); err != nil {
+		return fmt.Errorf("start %s: %w", spec.ID, err)
+	}
+	sub := []string{"home", "tmp"}
+	if spec.WorkRoot == "" {
+		sub = append(sub, "work")
+	}
+	for _, s := range sub {
+		p, f, err := sandbox.MkdirUnder(root, spec.ID+"/"+s, 0o700)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", spec.ID, err)
+		}
+		f.Close()
+		r.dirs = append(r.dirs, p)
+	}
+	lay.Home, lay.Tmp = r.dirs[0], r.dirs[1]
+	if spec.WorkRoot == "" {
+		lay.Work = r.dirs[2]
+	} else {
+		p, f, err := sandbox.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
+		if err != nil {
+			return fmt.Errorf("start %s: work dir: %w", spec.ID, err)
+		}
+		f.Close()
+		lay.Work = p
+		r.dirs = append(r.dirs, p)
+	}
+	return nil
+}
+
+func (r *run) cleanupDirs() {
+	if r.runDir != "" {
+		if err := sandbox.RemovePath(r.runDir); err != nil {
+			r.l.cfg.Log.Warn("run cleanup", "id", r.spec.ID, "err", err)
+		}
+	}
+	if r.lock != nil {
+		r.lock.Close()
+	}
+}
+
+// readStatus follows bwrap's --json-status-fd: the child (init) pid, then its exit code.
+func (r *run) readStatus(f *os.File) {
+	defer close(r.statusDone)
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	for {
+		var m map[string]json.Number
+		if err := dec.Decode(&m); err != nil {
+			return
+		}
+		if v, ok := m["child-pid"]; ok {
+			if n, err := v.Int64(); err == nil {
+				r.childPid <- int(n)
+			}
+		}
+		if v, ok := m["exit-code"]; ok {
+			if n, err := v.Int64(); err == nil {
+				r.mu.Lock()
+				r.exitCode, r.gotExit = int(n), true
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// watch enforces the wall clock and the disk limit, then collects the outcome.
+func (r *run) watch(ctx context.Context) {
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- r.cmd.Wait() }()
+	wall := time.NewTimer(r.lim.WallClock)
+	defer wall.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	cancelled := ctx.Done()
+	var err error
+loop:
+	for {
+		select {
+		case err = <-waitErr:
+			break loop
+		case <-wall.C:
+			r.setLimit(sandbox.LimitWallClock)
+			go r.terminate()
+		case <-cancelled:
+			cancelled = nil // once
+			go r.terminate()
+		case <-tick.C:
+			if n, _ := sandbox.DiskUsage(r.dirs...); n > r.lim.Disk {
+				r.setLimit(sandbox.LimitDisk)
+				r.kill()
+			}
+		}
+	}
+	// The exit code travels on the status pipe, which bwrap closes when it exits; read it
+	// to the end before judging the outcome. Only bwrap holds the write end.
+	select {
+	case <-r.statusDone:
+	case <-time.After(5 * time.Second):
+	}
+	r.finish(err)
+}
+
+func (r *run) setLimit(c reasons.Code) {
+	r.mu.Lock()
+	if r.limit == "" {
+		r.limit = c
+	}
+	r.mu.Unlock()
+}
+
+// signalInit sends sig to the run's pid 1 through its pidfd (a no-op before confine and
+// after finish).
+func (r *run) signalInit(sig unix.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(r.pidfd, sig, nil, 0)
+	}
+}
+
+// terminate is the polite stop: TERM to init (it forwards to the agent), KILL after grace.
+func (r *run) terminate() {
+	r.signalInit(unix.SIGTERM)
+	select {
+	case <-r.done:
+	case <-time.After(r.lim.Grace):
+		r.kill()
+	}
+}
+
+// kill ends the whole run: init (so the kernel kills its pid namespace), bwrap, the cgroups.
+func (r *run) kill() {
+	r.mu.Lock()
+	r.killed = true
+	r.mu.Unlock()
+	r.signalInit(unix.SIGKILL)
+	if r.cmd != nil && r.cmd.Process != nil {
+		_ = r.cmd.Process.Kill()
+	}
+	r.leaf.kill()
+}
+
+func (r *run) finish(waitErr error) {
+	// Anything left (there should be nothing once pid 1 of the namespace is gone) is killed.
+	r.leaf.kill()
+	r.mu.Lock()
+	o := r.outcome
+	o.Limit = r.limit
+	if o.Limit == "" {
+		o.Limit = r.leaf.hit()
+	}
+	switch {
+	case r.setupErr != nil:
+		o.ExitCode = -1
+		o.Err = reasons.New(reasons.SandboxStartFailed, r.setupErr.Error())
+	case r.gotExit:
+		o.ExitCode = r.exitCode
+		if o.ExitCode > 128 && o.ExitCode < 128+65 {
+			o.Signal = o.ExitCode - 128
+		}
+	case r.limit != "" || r.killed:
+		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
+	default:
+		msg := strings.TrimSpace(r.stderr.tail())
+		if msg == "" && waitErr != nil {
+			msg = waitErr.Error()
+		}
+		o.ExitCode = -1
+		o.Err = reasons.New(classifyStart(msg), lastLine(msg))
+	}
+	if r.pidfd >= 0 {
+		unix.Close(r.pidfd)
+		r.pidfd = -1
+	}
+	r.mu.Unlock()
+	r.leaf.remove()
+	r.cleanupDirs()
+	if o.Limit != "" {
+		o.Detail = reasons.Text(o.Limit)
+	}
+	r.outcome = o
+	r.l.mu.Lock()
+	delete(r.l.runs, r)
+	r.l.mu.Unlock()
+	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
+	close(r.done)
+}
+
+// Wait implements sandbox.Run.
+func (r *run) Wait() sandbox.Outcome {
+	<-r.done
+	return r.outcome
+}
+
+// Stop implements sandbox.Run.
+func (r *run) Stop() { r.terminate() }

@@ -1,0 +1,104 @@
+package bwrap
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/sandbox"
+)
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// tailWriter passes writes through and keeps the last max bytes (bwrap's error message).
+type tailWriter struct {
+	w   io.Writer
+	max int
+
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	t.mu.Unlock()
+	if t.w == nil {
+		return len(p), nil
+	}
+	return t.w.Write(p)
+}
+
+func (t *tailWriter) tail() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.Clone(t.buf))
+}
+
+// writeMemfd puts data in a sealed memfd read from offset 0 (bwrap reads seccomp and data fds
+// to EOF).
+func writeMemfd(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd %s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), name)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("memfd %s: write: %w", name, err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("memfd %s: seal: %w", name, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("memfd %s: seek: %w", name, err)
+	}
+	return f, nil
+}
+
+// systemdReadBack reads the limits from the scope's own cgroup (v2, which user systemd uses).
+func systemdReadBack(pid int, lim sandbox.Limits) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return fmt.Errorf("systemd read back: %w", err)
+	}
+	var path string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "0::") {
+			path = strings.TrimPrefix(line, "0::")
+		}
+	}
+	if path == "" {
+		return fmt.Errorf("systemd read back: pid %d has no cgroup v2 path", pid)
+	}
+	for _, base := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		dir := filepath.Join(base, path)
+		mem, err1 := readInt(filepath.Join(dir, "memory.max"))
+		tasks, err2 := readInt(filepath.Join(dir, "pids.max"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if mem != (lim.Memory+4095)&^4095 && mem != lim.Memory || tasks != lim.Tasks {
+			return fmt.Errorf("systemd read back %s: memory.max=%d pids.max=%d, want %d and %d", dir, mem, tasks, lim.Memory, lim.Tasks)
+		}
+		return nil
+	}
+	return fmt.Errorf("systemd read back: no memory.max/pids.max for %s", path)
+}

@@ -1,0 +1,5 @@
+package bwrap
+
+import "unsafe"
+
+func unsafePtr(p *byte) unsafe.Pointer { return unsafe.Pointer(p) }

@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"time"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Limit codes say which limit ended a run (or, for cgroup limits, which one it ran into).
+const (
+	LimitWallClock reasons.Code = "wall_clock"
+	LimitDisk      reasons.Code = "disk_limit"
+	LimitMemory    reasons.Code = "memory_limit"
+	LimitTasks     reasons.Code = "tasks_limit"
+)
+
+func init() {
+	reasons.Register(
+		reasons.Entry{Code: LimitWallClock, Kind: reasons.KindNode, Text: "the run reached its wall-clock limit (api_timeout_seconds) and was stopped", Requirement: "S6"},
+		reasons.Entry{Code: LimitDisk, Kind: reasons.KindNode, Text: "the run's home, tmp and work dirs grew past the disk limit and the run was stopped", Requirement: "S6"},
+		reasons.Entry{Code: LimitMemory, Kind: reasons.KindNode, Text: "the run reached its memory limit; the kernel killed a process of it", Requirement: "S6"},
+		reasons.Entry{Code: LimitTasks, Kind: reasons.KindNode, Text: "the run reached its task limit; further forks failed", Requirement: "S6"},
+	)
+}
+
+// CgroupLimits is how memory and task limits are enforced for a run.
+type CgroupLimits string
+
+const (
+	// CgroupFull: limits written and read back from the run's own cgroup (S6 "full").
+	CgroupFull CgroupLimits = "full"
+	// CgroupNone: no limits (warning no_cgroup_limits).
+	CgroupNone CgroupLimits = "none"
+)
+
+// Stdio is where a run's standard streams go. Nil means /dev/null. It is not part of the
+// serialisable Spec: serve passes descriptors, exec passes its own.
+type Stdio struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Launcher starts runs. Implementations: pkg/sandbox/bwrap (Linux) and Direct.
+type Launcher interface {
+	// Probe checks that sandboxed runs can start here (S7); cached per configuration.
+	Probe(ctx context.Context) (ProbeResult, error)
+	// Start applies spec and starts the run. An error carries a reason code (*reasons.Error)
+	// when it is a sandbox failure an operator can act on.
+	Start(ctx context.Context, spec Spec, stdio Stdio) (Run, error)
+}
+
+// Run is a started run.
+type Run interface {
+	// Wait blocks until every process of the run is gone and its per-run dirs are deleted.
+	Wait() Outcome
+	// Stop ends the run now (TERM, grace, KILL); Wait reports it.
+	Stop()
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	// ExitCode is the agent's exit status; 128+n when a signal n ended it (shell convention,
+	// as init reports it from inside the pid namespace). -1 when the run never started.
+	ExitCode int `json:"exit_code"`
+	// Signal is the signal that ended the agent, 0 when it exited.
+	Signal int `json:"signal,omitempty"`
+	// Limit is the limit that ended the run, or the cgroup limit it ran into; empty if none.
+	Limit reasons.Code `json:"limit,omitempty"`
+	// Cgroup says whether memory/task limits were in force.
+	Cgroup CgroupLimits `json:"cgroup"`
+	// Err is a launcher failure (with a reason code when the sandbox failed).
+	Err error `json:"-"`
+	// Detail is a human-readable line (never a secret).
+	Detail string `json:"detail,omitempty"`
+}
+
+// Check is one probe property (S7) with its outcome.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// ProbeResult is the outcome of a probe.
+type ProbeResult struct {
+	OK bool `json:"ok"`
+	// Code is the reason the sandbox is unavailable when !OK.
+	Code   reasons.Code `json:"code,omitempty"`
+	Detail string       `json:"detail,omitempty"`
+	Checks []Check      `json:"checks"`
+	// Limits is "full" or "none"; Warnings carries no_cgroup_limits in the latter case.
+	Limits   CgroupLimits   `json:"limits"`
+	Warnings []reasons.Code `json:"warnings,omitempty"`
+	// ConfigHash identifies the sandbox configuration probed; At is when.
+	ConfigHash string    `json:"config_hash"`
+	At         time.Time `json:"at"`
+	Cached     bool      `json:"cached,omitempty"`
+}
+
+// Err returns the probe failure as a *reasons.Error, or nil.
+func (p ProbeResult) Err() error {
+	if p.OK {
+		return nil
+	}
+	return reasons.New(p.Code, p.Detail)
+}
+
+// ConfigHash hashes the parts that define a sandbox configuration (bwrap path and argv
+// template, seccomp programs, limits mechanism) for the probe cache.
+func ConfigHash(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		l := len(p)
+		for i := range n {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// CodeOf returns the reason code carried by err, or "" when it has none.
+func CodeOf(err error) reasons.Code {
+	var re *reasons.Error
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return ""
+}

@@ -1,0 +1,57 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// ProbeTTL is how long a passing probe is trusted (S7).
+const ProbeTTL = 5 * time.Minute
+
+// ProbeCache keeps passing probe results per configuration hash. Failures are not cached: an
+// operator who fixes the host (installs bwrap, the AppArmor profile) sees it on the next try.
+type ProbeCache struct {
+	// TTL defaults to ProbeTTL; Now to time.Now.
+	TTL time.Duration
+	Now func() time.Time
+
+	mu      sync.Mutex // guards entries; held across a probe so one runs at a time
+	entries map[string]ProbeResult
+}
+
+// Get returns a cached passing result for hash younger than TTL, or runs probe and caches
+// it when it passes.
+func (c *ProbeCache) Get(ctx context.Context, hash string, probe func(context.Context) (ProbeResult, error)) (ProbeResult, error) {
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	ttl := c.TTL
+	if ttl == 0 {
+		ttl = ProbeTTL
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.entries[hash]; ok && r.OK && now().Sub(r.At) < ttl {
+		r.Cached = true
+		return r, nil
+	}
+	r, err := probe(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.ConfigHash = hash
+	if r.At.IsZero() {
+		r.At = now()
+	}
+	if r.OK {
+		if c.entries == nil {
+			c.entries = map[string]ProbeResult{}
+		}
+		c.entries[hash] = r
+	} else {
+		delete(c.entries, hash)
+	}
+	return r, nil
+}

@@ -1,0 +1,229 @@
+// Package sandbox is the platform-neutral side of the agent launcher: the serialisable run
+// spec and its validation, resource limits, the Launcher/Run seam that anet-sandboxd's serve
+// loop and `exec` drive, the probe cache, and the mapping of launcher failures to reason codes
+// (F2). Platform code lives in sub-packages (pkg/sandbox/bwrap on Linux); link-safe directory
+// handling shared by every mode lives here (paths_linux.go).
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Mode says how a run is isolated.
+type Mode string
+
+const (
+	// ModeSandbox runs the agent in the platform sandbox (S1–S7).
+	ModeSandbox Mode = "sandbox"
+	// ModeDirect runs a trusted agent unsandboxed as the operator's user (P4), with the
+	// same wall clock.
+	ModeDirect Mode = "direct"
+)
+
+// Paths inside the sandbox. They are fixed so that nothing about the host layout (user name,
+// cache location) leaks into the run, and so agents can be configured once.
+const (
+	SandboxWork     = "/work"
+	SandboxHome     = "/home/agent"
+	SandboxTmp      = "/tmp"
+	SandboxRunDir   = "/run/anet"
+	SandboxEndpoint = "/run/anet/endpoint.sock"
+	SandboxSelf     = "/run/anet/anet-sandboxd"
+	SandboxEnvFile  = "/run/anet/env"
+	// SandboxPATH is the minimal PATH (S5).
+	SandboxPATH = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// Defaults (S6). Tests and operators may lower them; zero in a Limits field means "default".
+const (
+	DefaultMemory    int64 = 2 << 30
+	DefaultTasks     int64 = 256
+	DefaultDisk      int64 = 2 << 30
+	DefaultWallClock       = 180 * time.Second
+	DefaultGrace           = 5 * time.Second
+)
+
+// Limits bound one run. Zero fields take the defaults above (see WithDefaults).
+type Limits struct {
+	// Memory is the cgroup memory limit in bytes.
+	Memory int64 `json:"memory,omitempty"`
+	// Tasks is the cgroup pids limit.
+	Tasks int64 `json:"tasks,omitempty"`
+	// Disk bounds home + tmp + work together, in allocated bytes.
+	Disk int64 `json:"disk,omitempty"`
+	// WallClock is api_timeout_seconds: TERM after it, KILL Grace later.
+	WallClock time.Duration `json:"wall_clock,omitempty"`
+	Grace     time.Duration `json:"grace,omitempty"`
+	// FileSize is RLIMIT_FSIZE: a single file's bound while the disk poller catches up.
+	// Zero means the disk limit.
+	FileSize int64 `json:"file_size,omitempty"`
+}
+
+// WithDefaults returns l with every zero field set to its default.
+func (l Limits) WithDefaults() Limits {
+	if l.Memory == 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.Tasks == 0 {
+		l.Tasks = DefaultTasks
+	}
+	if l.Disk == 0 {
+		l.Disk = DefaultDisk
+	}
+	if l.WallClock == 0 {
+		l.WallClock = DefaultWallClock
+	}
+	if l.Grace == 0 {
+		l.Grace = DefaultGrace
+	}
+	if l.FileSize == 0 {
+		l.FileSize = l.Disk
+	}
+	return l
+}
+
+// Validate checks l after defaults are applied.
+func (l Limits) Validate() error {
+	l = l.WithDefaults()
+	for _, c := range []struct {
+		name string
+		v    int64
+		min  int64
+	}{
+		{"limits.memory", l.Memory, 1 << 20},
+		{"limits.tasks", l.Tasks, 2}, // init + the agent
+		{"limits.disk", l.Disk, 1 << 16},
+		{"limits.file_size", l.FileSize, 1 << 12},
+		{"limits.wall_clock", int64(l.WallClock), int64(time.Second)},
+		{"limits.grace", int64(l.Grace), int64(10 * time.Millisecond)},
+	} {
+		if c.v < c.min {
+			return fmt.Errorf("%s = %d: must be at least %d", c.name, c.v, c.min)
+		}
+	}
+	return nil
+}
+
+// Spec is one run, as anetd (or `exec`) asks for it. It is plain data: the launcher resolves
+// and checks every host path again when it applies the spec (fail closed twice).
+type Spec struct {
+	// ID names the run; it becomes a directory name and a cgroup name.
+	ID   string `json:"id"`
+	Mode Mode   `json:"mode"`
+	// Argv is the agent command; Argv[0] is an absolute host path (resolved by the caller).
+	Argv []string `json:"argv"`
+	// AgentTree is the agent's installation directory, bound read-only at its own path.
+	// Empty: the directory of realpath(Argv[0]) unless that is already a system directory.
+	AgentTree string `json:"agent_tree,omitempty"`
+	// WorkRoot is the root of work dirs (<cache>/anet/work-sandbox or …/work) and WorkSub the
+	// run's dir below it ("<aid>/<interaction>"). Components of WorkSub are created without
+	// following links. Both empty: the run gets a fresh work dir removed at its end.
+	WorkRoot string `json:"work_root,omitempty"`
+	WorkSub  string `json:"work_sub,omitempty"`
+	// RunRoot holds the per-run home and tmp (<RunRoot>/<ID>/{home,tmp}), deleted at the end.
+	RunRoot string `json:"run_root"`
+	// Endpoint is the host path of the run's endpoint socket (from anet-egress); empty: none.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Port is the loopback port init listens on inside the sandbox and relays to Endpoint.
+	Port int `json:"port,omitempty"`
+	// Env holds the endpoint variables handed in ("NAME=value"); see ValidateEnvName.
+	Env []string `json:"env,omitempty"`
+	// Hidden lists host paths that must never be visible in the run: data dir, runtime dir,
+	// config dir, control token. The agent tree may not lie under (or contain) any of them.
+	Hidden []string `json:"hidden,omitempty"`
+	Limits Limits   `json:"limits"`
+}
+
+// validID accepts 1-64 of [A-Za-z0-9_.-], not starting with one of "_.-". Hand-written: a
+// package-level regexp costs every process start, and init (pid 1 of each run) is one.
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '_' && c != '.' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks the spec's shape. It does not touch the file system.
+func (s *Spec) Validate() error {
+	var errs []error
+	if !validID(s.ID) || strings.Contains(s.ID, "..") {
+		errs = append(errs, fmt.Errorf("id %q: want 1-64 of [A-Za-z0-9_.-], not starting with . or containing ..", s.ID))
+	}
+	switch s.Mode {
+	case ModeSandbox, ModeDirect:
+	default:
+		errs = append(errs, fmt.Errorf("mode %q: want %q or %q", s.Mode, ModeSandbox, ModeDirect))
+	}
+	if len(s.Argv) == 0 || !filepath.IsAbs(s.Argv[0]) {
+		errs = append(errs, errors.New("argv: want an absolute program path first"))
+	}
+	for i, a := range s.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			errs = append(errs, fmt.Errorf("argv[%d]: contains NUL", i))
+		}
+	}
+	for _, p := range []struct{ name, v string }{
+		{"agent_tree", s.AgentTree}, {"work_root", s.WorkRoot}, {"endpoint", s.Endpoint},
+	} {
+		if p.v != "" && !cleanAbs(p.v) {
+			errs = append(errs, fmt.Errorf("%s %q: want a clean absolute path", p.name, p.v))
+		}
+	}
+	if s.RunRoot == "" || !cleanAbs(s.RunRoot) {
+		errs = append(errs, fmt.Errorf("run_root %q: want a clean absolute path", s.RunRoot))
+	}
+	if s.WorkSub != "" {
+		if s.WorkRoot == "" {
+			errs = append(errs, errors.New("work_sub: needs work_root"))
+		}
+		if err := ValidateRelPath(s.WorkSub); err != nil {
+			errs = append(errs, fmt.Errorf("work_sub: %w", err))
+		}
+	}
+	if s.Port < 0 || s.Port > 65535 || (s.Endpoint != "" && s.Port == 0) {
+		errs = append(errs, fmt.Errorf("port %d: want 1-65535 when an endpoint is set", s.Port))
+	}
+	for _, h := range s.Hidden {
+		if !cleanAbs(h) {
+			errs = append(errs, fmt.Errorf("hidden %q: want a clean absolute path", h))
+		}
+	}
+	if err := ValidateEnv(s.Env, s.Port); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.Limits.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("run spec: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func cleanAbs(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && strings.IndexByte(p, 0) < 0
+}
+
+// ValidateRelPath accepts a relative path of plain names (no "", ".", ".." components).
+func ValidateRelPath(rel string) error {
+	if filepath.IsAbs(rel) || strings.IndexByte(rel, 0) >= 0 {
+		return fmt.Errorf("%q: want a relative path", rel)
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" || c == "." || c == ".." {
+			return fmt.Errorf("%q: component %q not allowed", rel, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func validSpec() Spec {
+	return Spec{
+		ID: "run-1", Mode: ModeSandbox, Argv: []string{"/usr/bin/agent", "-p"},
+		RunRoot: "/var/cache/anet/runs", WorkRoot: "/var/cache/anet/work-sandbox", WorkSub: "aid/inter",
+		Endpoint: "/run/user/1/anet/r/endpoint.sock", Port: 8080,
+		Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:8080", "HTTPS_PROXY=http://127.0.0.1:8080"},
+	}
+}
+
+// TestSpecValidate: bad input gets an error naming the field (issue 3 item 1, S3, S5).
+func TestSpecValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Spec)
+		want   string // substring of the error; "" = valid
+	}{
+		{"valid", func(*Spec) {}, ""},
+		{"id with slash", func(s *Spec) { s.ID = "a/b" }, "id"},
+		{"id dot-dot", func(s *Spec) { s.ID = "a..b" }, "id"},
+		{"unknown mode", func(s *Spec) { s.Mode = "vm" }, "mode"},
+		{"relative program", func(s *Spec) { s.Argv = []string{"agent"} }, "argv"},
+		{"NUL in argv", func(s *Spec) { s.Argv = []string{"/a", "x\x00y"} }, "argv[1]"},
+		{"unclean endpoint", func(s *Spec) { s.Endpoint = "/run/../etc/x" }, "endpoint"},
+		{"relative run root", func(s *Spec) { s.RunRoot = "runs" }, "run_root"},
+		{"work sub escapes", func(s *Spec) { s.WorkSub = "aid/../../etc" }, "work_sub"},
+		{"work sub absolute", func(s *Spec) { s.WorkSub = "/etc" }, "work_sub"},
+		{"work sub without root", func(s *Spec) { s.WorkRoot = "" }, "work_sub"},
+		{"endpoint without port", func(s *Spec) { s.Port = 0 }, "port"},
+		{"LD_PRELOAD handed in", func(s *Spec) { s.Env = []string{"LD_PRELOAD=/tmp/x.so"} }, "LD_PRELOAD"},
+		{"HOME handed in", func(s *Spec) { s.Env = []string{"HOME=/root"} }, "HOME"},
+		{"daemon proxy handed in", func(s *Spec) { s.Env = []string{"https_proxy=http://proxy.corp:3128"} }, "https_proxy"},
+		{"duplicate env", func(s *Spec) { s.Env = []string{"A=1", "A=2"} }, "duplicate"},
+		{"env without =", func(s *Spec) { s.Env = []string{"A"} }, "NAME=value"},
+		{"tiny memory", func(s *Spec) { s.Limits.Memory = 10 }, "limits.memory"},
+		{"negative tasks", func(s *Spec) { s.Limits.Tasks = -1 }, "limits.tasks"},
+		{"sub-second wall clock", func(s *Spec) { s.Limits.WallClock = time.Millisecond }, "limits.wall_clock"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := validSpec()
+			c.mutate(&s)
+			err := s.Validate()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("Validate() = %v, want nil", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("Validate() = %v, want an error mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestLimitsDefaults(t *testing.T) {
+	got := Limits{}.WithDefaults()
+	want := Limits{Memory: 2 << 30, Tasks: 256, Disk: 2 << 30, WallClock: 180 * time.Second, Grace: 5 * time.Second, FileSize: 2 << 30}
+	if got != want {
+		t.Fatalf("Limits{}.WithDefaults() = %+v, want %+v (S6)", got, want)
+	}
+}
+
+// TestRunEnv: the environment is built from empty (S5): base names then handed-in, sorted.
+func TestRunEnv(t *testing.T) {
+	got := strings.Join(RunEnv([]string{"Z=1", "A=2"}), " ")
+	want := "LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/agent TMPDIR=/tmp A=2 Z=1"
+	if got != want {
+		t.Fatalf("RunEnv = %q, want %q", got, want)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"", 0, false}, {"4096", 4096, false}, {"64M", 64 << 20, false}, {"2G", 2 << 30, false},
+		{"8k", 8 << 10, false}, {"1GB", 1 << 30, false}, {"-1", 0, true}, {"G", 0, true}, {"1T", 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := ParseSize(c.in)
+			if (err != nil) != c.err || got != c.want {
+				t.Fatalf("ParseSize(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.err)
+			}
+		})
+	}
+}
