@@ -40,3 +40,17 @@ bench:
 
 clean:
 	rm -rf $(BIN)
+
+# Distro packages (deb and rpm) of the four binaries with the systemd units, man pages and
+# completions under packaging/. nfpm runs at a pinned version through the Go module proxy,
+# so it stays out of go.mod. Package versions must start with a digit: a tag v1.2.3 gives
+# 1.2.3, an untagged tree 0.0.0-dev.<describe> (a pre-release of 0.0.0).
+NFPM       ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+DIST       ?= dist
+PKGVERSION ?= $(shell printf '%s' '$(VERSION)' | sed -e 's/^v\([0-9]\)/\1/' -e '/^[0-9]/!s/^/0.0.0-dev./' -e 's/[^A-Za-z0-9.+~-]/./g')
+
+.PHONY: package
+package: build
+	@mkdir -p $(DIST)
+	PKGVERSION='$(PKGVERSION)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/anet_$(PKGVERSION)_amd64.deb
+	PKGVERSION='$(PKGVERSION)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target $(DIST)/anet_$(PKGVERSION)_amd64.rpm

@@ -8,9 +8,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/sandbox"
 )
 
 func init() { commands = append(commands, serveCommand()) }
+
+// MethodProbe asks for the sandbox probe (S7), cached five minutes by the launcher.
+const MethodProbe = "probe"
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
@@ -18,15 +22,36 @@ func serveCommand() *cli.Command {
 		Usage: "serve anetd over fd 3 (started by anetd, not by hand)",
 		Action: func(c *cli.Context) error {
 			log := newLogger()
+			l, lerr := newLauncher(log)
 			info := func() map[string]any {
-				return map[string]any{"platform": runtime.GOOS + "/" + runtime.GOARCH}
+				m := map[string]any{"platform": runtime.GOOS + "/" + runtime.GOARCH}
+				if lerr != nil {
+					m["launcher_error"] = lerr.Error()
+				}
+				return m
 			}
 			handlers := map[string]privsep.Handler{
 				privsep.MethodStatus: func(context.Context, *privsep.Request) (privsep.Reply, error) {
-					return privsep.Reply{Body: map[string]any{"pid": os.Getpid(), "runs": 0}}, nil
+					return privsep.Reply{Body: map[string]any{"pid": os.Getpid()}}, nil
+				},
+				MethodProbe: func(ctx context.Context, _ *privsep.Request) (privsep.Reply, error) {
+					if lerr != nil {
+						// Fail closed: no launcher, no sandbox.
+						return privsep.Reply{Body: sandbox.ProbeResult{OK: false, Code: sandbox.CodeOf(lerr), Detail: lerr.Error()}}, nil
+					}
+					res, err := l.Probe(ctx)
+					if err != nil {
+						return privsep.Reply{Body: sandbox.ProbeResult{OK: false, Code: sandbox.CodeOf(err), Detail: err.Error()}}, nil
+					}
+					return privsep.Reply{Body: res}, nil
 				},
 			}
-			return privsep.ServeHelper(c.Context, "sandboxd", handlers, info, log)
+			err := privsep.ServeHelper(c.Context, "sandboxd", handlers, info, log)
+			// EOF of fd 3, SIGTERM or SIGINT: every run ends with the helper.
+			if k, ok := l.(interface{ KillAll() }); ok && lerr == nil {
+				k.KillAll()
+			}
+			return err
 		},
 	}
 }

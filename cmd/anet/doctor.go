@@ -85,10 +85,15 @@ func doctorCommand() *cli.Command {
 
 // runProbe runs the sandbox probe through anet-sandboxd, the program that owns the sandbox.
 func runProbe() (*probeAnswer, error) {
+	// Beside anet in a build tree; ../libexec/anet in an installed package; else PATH.
 	bin := "anet-sandboxd"
 	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), bin); fileExists(p) {
-			bin = p
+		dir := filepath.Dir(exe)
+		for _, p := range []string{filepath.Join(dir, bin), filepath.Join(dir, "..", "libexec", "anet", bin)} {
+			if fileExists(p) {
+				bin = p
+				break
+			}
 		}
 	}
 	var out, errb bytes.Buffer

@@ -1,0 +1,130 @@
+# bash completion for anet(1), the ANet node CLI. Installed as
+# /usr/share/bash-completion/completions/anet. Keep in step with cmd/anet: the packaging
+# test fails when a command or flag of `anet --help` is missing here.
+
+_anet_config_keys="listen keys_file log_level auto_reply.backend auto_reply.agent
+auto_reply.trusted auto_reply.untrusted auto_reply.model auto_reply.api_base
+auto_reply.api_timeout_seconds auto_reply.work_dir auto_reply.work_retention
+auto_reply.egress_allow auto_reply.sandbox.runs_per_day
+auto_reply.sandbox.runs_per_peer_per_day auto_reply.sandbox.memory_max
+auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max"
+
+# _anet_config_values prints the allowed values of an enumerated key.
+_anet_config_values() {
+    case $1 in
+    log_level) echo "debug info warn error" ;;
+    auto_reply.backend) echo "exec openai" ;;
+    auto_reply.agent) echo "claude codex opencode hermes openclaw cursor" ;;
+    auto_reply.trusted) echo "direct sandbox off" ;;
+    auto_reply.untrusted) echo "sandbox off" ;;
+    esac
+}
+
+_anet() {
+    local cur prev words cword
+    if declare -F _init_completion >/dev/null; then
+        _init_completion || return
+    else
+        # Without the bash-completion package: plain words, no redirection handling.
+        cur=${COMP_WORDS[COMP_CWORD]}
+        prev=${COMP_WORDS[COMP_CWORD-1]}
+        words=("${COMP_WORDS[@]}")
+        cword=$COMP_CWORD
+    fi
+
+    # Find the command and subcommand, skipping global options and their values.
+    local i cmd="" sub="" args=()
+    for ((i = 1; i < cword; i++)); do
+        case ${words[i]} in
+        --config) ((i++)); continue ;;
+        -*) continue ;;
+        esac
+        if [[ -z $cmd ]]; then
+            cmd=${words[i]}
+        elif [[ -z $sub && $cmd =~ ^(evidence|config|peer|trust)$ ]]; then
+            sub=${words[i]}
+        else
+            args+=("${words[i]}")
+        fi
+    done
+
+    case $prev in
+    --config)
+        if declare -F _filedir >/dev/null; then
+            _filedir
+        else
+            COMPREPLY=($(compgen -f -- "$cur"))
+        fi
+        return
+        ;;
+    --state)
+        COMPREPLY=($(compgen -W "new answered refused" -- "$cur"))
+        return
+        ;;
+    --since | --kind | --peer | --limit | --to)
+        return
+        ;;
+    esac
+
+    local opts=""
+    case $cmd in
+    "")
+        opts="status doctor evidence config peer trust send inbox show reply --config --help -h --version -v"
+        ;;
+    status)
+        opts="--json --help -h"
+        ;;
+    doctor)
+        opts="--json --apparmor-profile --help -h"
+        ;;
+    evidence)
+        case $sub in
+        "") opts="verify show note --help -h" ;;
+        verify) opts="--json --help -h" ;;
+        show) opts="--json --since --kind --peer --limit --help -h" ;;
+        note) opts="--help -h" ;;
+        esac
+        ;;
+    peer | trust)
+        case $sub in
+        "") opts="add remove list --help -h" ;;
+        add | remove) opts="--help -h" ;;
+        list) opts="--json --help -h" ;;
+        esac
+        ;;
+    send)
+        opts="--to --json --help -h"
+        ;;
+    inbox)
+        opts="--json --state --help -h"
+        ;;
+    show)
+        opts="--json --help -h"
+        ;;
+    reply)
+        opts="--peer --help -h"
+        ;;
+    config)
+        case $sub in
+        "") opts="show get set --help -h" ;;
+        show) opts="--help -h" ;;
+        get)
+            if ((${#args[@]} == 0)); then
+                opts="$_anet_config_keys"
+            fi
+            opts+=" --help -h"
+            ;;
+        set)
+            if ((${#args[@]} == 0)); then
+                opts="$_anet_config_keys"
+            elif ((${#args[@]} == 1)); then
+                opts=$(_anet_config_values "${args[0]}")
+            fi
+            opts+=" --help -h"
+            ;;
+        esac
+        ;;
+    esac
+    COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+}
+complete -F _anet anet
