@@ -83,6 +83,12 @@ func newNode(t *testing.T, o nodeOptions) *testNode {
 	if err := os.MkdirAll(cfgDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	if o.config == "" {
+		// The peer listener's default port (7420) would collide between nodes and with
+		// other test runs on the machine: every test node takes a free port instead
+		// (config refuses port 0, so the port is picked here).
+		o.config = fmt.Sprintf("listen: \"127.0.0.1:%d\"\n", freePort(t))
+	}
 	if o.config != "" {
 		if err := os.WriteFile(filepath.Join(cfgDir, "config.yaml"), []byte(o.config), 0o600); err != nil {
 			t.Fatal(err)

@@ -155,22 +155,11 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	return out.ExitCode
 }
 
-// outcomeJSON is Outcome with the error as text and its reason code.
-type outcomeJSON struct {
-	sandbox.Outcome
-	Code  string `json:"code,omitempty"`
-	Error string `json:"error,omitempty"`
-}
-
 func writeOutcome(path string, o sandbox.Outcome) {
 	if path == "" {
 		return
 	}
-	j := outcomeJSON{Outcome: o}
-	if o.Err != nil {
-		j.Error, j.Code = o.Err.Error(), string(sandbox.CodeOf(o.Err))
-	}
-	b, _ := json.Marshal(j)
+	b, _ := json.Marshal(sandbox.NewWireOutcome(o))
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: write outcome: %v\n", err)
 	}

@@ -13,9 +13,6 @@ import (
 
 func init() { commands = append(commands, serveCommand()) }
 
-// MethodProbe asks for the sandbox probe (S7), cached five minutes by the launcher.
-const MethodProbe = "probe"
-
 func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
@@ -34,7 +31,7 @@ func serveCommand() *cli.Command {
 				privsep.MethodStatus: func(context.Context, *privsep.Request) (privsep.Reply, error) {
 					return privsep.Reply{Body: map[string]any{"pid": os.Getpid()}}, nil
 				},
-				MethodProbe: func(ctx context.Context, _ *privsep.Request) (privsep.Reply, error) {
+				sandbox.MethodProbe: func(ctx context.Context, _ *privsep.Request) (privsep.Reply, error) {
 					if lerr != nil {
 						// Fail closed: no launcher, no sandbox.
 						return privsep.Reply{Body: sandbox.ProbeResult{OK: false, Code: sandbox.CodeOf(lerr), Detail: lerr.Error()}}, nil
@@ -45,6 +42,9 @@ func serveCommand() *cli.Command {
 					}
 					return privsep.Reply{Body: res}, nil
 				},
+			}
+			for m, h := range runHandlers(l, lerr) {
+				handlers[m] = h
 			}
 			err := privsep.ServeHelper(c.Context, "sandboxd", handlers, info, log)
 			// EOF of fd 3, SIGTERM or SIGINT: every run ends with the helper.

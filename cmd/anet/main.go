@@ -42,5 +42,11 @@ func commands() []*cli.Command {
 		evidenceCommand(),
 		configCommand(),
 		// Peer transport commands (issue 5) go here.
+		peerCommand(),
+		trustCommand(),
+		sendCommand(),
+		inboxCommand(),
+		showCommand(),
+		replyCommand(),
 	}
 }

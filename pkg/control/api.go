@@ -20,6 +20,7 @@ type Status struct {
 	ConfigPath     string           `json:"config_path"`
 	DataDir        string           `json:"data_dir"`
 	ControlSocket  string           `json:"control_socket"`
+	ListenAddr     string           `json:"listen_addr"` // the peer listener's bound address; "" when off
 	Helpers        []privsep.Status `json:"helpers"`
 	ProvidersKeyed []string         `json:"providers_with_key"`
 	Warnings       []Warning        `json:"warnings"`
@@ -62,4 +63,76 @@ type EvidenceEntry struct {
 	PrevHash    string          `json:"prev_hash"`
 	Hash        string          `json:"hash"`
 	Sig         string          `json:"sig"`
+}
+
+// Peer is a node this node can send tasks to (GET /v1/peers).
+type Peer struct {
+	AID     string    `json:"aid"`
+	Addr    string    `json:"addr"`
+	AddedAt time.Time `json:"added_at"`
+	Trusted bool      `json:"trusted"`
+}
+
+// PeerRequest is the body of POST /v1/peers (`anet peer add AID ADDR`).
+type PeerRequest struct {
+	AID  string `json:"aid"`
+	Addr string `json:"addr"`
+}
+
+// TrustEntry is one trusted aid (GET /v1/trust).
+type TrustEntry struct {
+	AID     string    `json:"aid"`
+	AddedAt time.Time `json:"added_at"`
+}
+
+// TrustRequest is the body of POST /v1/trust.
+type TrustRequest struct {
+	AID string `json:"aid"`
+}
+
+// SendRequest is the body of POST /v1/send (`anet send --to AID TEXT`).
+type SendRequest struct {
+	To   string `json:"to"`
+	Text string `json:"text"`
+}
+
+// ReplyRequest is the body of POST /v1/reply (`anet reply INTERACTION TEXT`). Peer is
+// needed only when two peers used the same interaction id.
+type ReplyRequest struct {
+	Interaction string `json:"interaction"`
+	Peer        string `json:"peer,omitempty"`
+	Text        string `json:"text"`
+}
+
+// Interaction is a task and its answer, in either direction (`anet inbox`, `anet show`).
+type Interaction struct {
+	Interaction string     `json:"interaction"`
+	Peer        string     `json:"peer"`
+	Direction   string     `json:"direction"` // "in": the peer asked this node; "out": this node asked
+	State       string     `json:"state"`     // in: new, answered, refused; out: waiting, answered, refused
+	Text        string     `json:"text"`
+	SentAt      time.Time  `json:"sent_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	Trusted     bool       `json:"trusted"`
+	Answer      *Answer    `json:"answer,omitempty"`
+	Delivery    []Delivery `json:"delivery"` // this node's messages of the interaction and their outbox state
+}
+
+// Answer is the reply or refusal of an interaction.
+type Answer struct {
+	Type  string    `json:"type"` // reply or refusal
+	Text  string    `json:"text,omitempty"`
+	Code  string    `json:"code,omitempty"`
+	Until time.Time `json:"until,omitzero"` // refusal with code budget: when the answering node's day ends
+	At    time.Time `json:"at"`
+}
+
+// Delivery is the outbox state of one message this node sends.
+type Delivery struct {
+	MsgID     string    `json:"msg_id"`
+	Type      string    `json:"type"`
+	State     string    `json:"state"` // pending, delivered, failed
+	Attempts  int       `json:"attempts"`
+	LastError string    `json:"last_error,omitempty"`
+	DoneAt    time.Time `json:"done_at,omitzero"`
 }

@@ -23,6 +23,7 @@ func (n *Node) routes(s *control.Server) {
 	s.Handle("GET", "/v1/evidence", n.listEvidence)
 	s.Handle("POST", "/v1/evidence/verify", n.verifyEvidence)
 	s.Handle("POST", "/v1/evidence/note", n.noteEvidence)
+	n.peerRoutes(s)
 }
 
 func (n *Node) status() control.Status {
@@ -36,6 +37,7 @@ func (n *Node) status() control.Status {
 		ConfigPath:    n.paths.ConfigFile,
 		DataDir:       n.paths.DataDir,
 		ControlSocket: n.paths.ControlSocket(),
+		ListenAddr:    n.listenAddr(),
 		Warnings:      n.warningsSnapshot(),
 		Budget: control.Budget{
 			RunsPerDay:        n.cfg.AutoReply.Sandbox.RunsPerDay,

@@ -22,6 +22,7 @@ import (
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/identity"
+	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/store"
 )
@@ -36,6 +37,9 @@ type Options struct {
 	Env func(string) string
 	// Version is printed in status.
 	Version string
+	// Engine answers new inbox tasks (the auto-reply engine); nil leaves them for the
+	// operator.
+	Engine peer.Engine
 }
 
 // Node is a running anetd.
@@ -50,6 +54,7 @@ type Node struct {
 
 	sandboxd *privsep.Supervisor
 	egress   *privsep.Supervisor
+	peers    *peer.Service
 
 	mu       sync.Mutex // guards warnings
 	warnings []control.Warning
@@ -127,6 +132,12 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		return err
 	}
 
+	if err := n.startPeers(); err != nil {
+		n.stopHelpers()
+		return err
+	}
+	defer n.peers.Close()
+
 	tok, err := control.NewToken()
 	if err != nil {
 		n.stopHelpers()
@@ -147,7 +158,7 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(l) }()
 
-	log.Info("anetd ready", "aid", id.AID(), "config", paths.ConfigFile, "control", paths.ControlSocket(), "pid", os.Getpid())
+	log.Info("anetd ready", "aid", id.AID(), "config", paths.ConfigFile, "control", paths.ControlSocket(), "listen", n.listenAddr(), "pid", os.Getpid())
 	if err := notifyReady(o.Env("NOTIFY_SOCKET")); err != nil {
 		log.Warn("sd_notify READY=1 failed", "err", err)
 	}
@@ -163,6 +174,8 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
+	// No new peer messages while the node stops; deliveries in flight end here.
+	n.peers.Close()
 	// Helpers first: they end every run and endpoint; then the store records the stop.
 	n.stopHelpers()
 	if _, err := st.Append(sctx, id, store.EntryInput{Kind: "node_stopped", Details: map[string]any{"pid": os.Getpid()}}); err != nil {

@@ -54,6 +54,11 @@ var migrations = []migration{
 				BEGIN SELECT RAISE(ABORT, 'evidence is append-only'); END`,
 		},
 	},
+	{
+		version: 2,
+		name:    "peers, trust, interactions, messages, outbox",
+		stmts:   peerSchema,
+	},
 }
 
 // SchemaVersion is the newest schema version this build knows.

@@ -1,0 +1,88 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+func startSandboxd(t *testing.T, path string) SandboxClient {
+	t.Helper()
+	sup := privsep.StartHelper(context.Background(), privsep.HelperSpec{
+		Name: "sandboxd", Path: testharness.Bin(t, "anet-sandboxd"), Args: []string{"serve"},
+		Env: []string{"PATH=" + path, "LANG=C.UTF-8"},
+	}, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { sup.Stop(context.Background()) })
+	deadline := time.Now().Add(20 * time.Second)
+	for sup.Status().State != privsep.StateRunning {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxd not running: %+v", sup.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return SandboxClient{sup: sup}
+}
+
+func runSpec(t *testing.T, argv ...string) sandbox.Spec {
+	dir := t.TempDir()
+	return sandbox.Spec{
+		ID: "t" + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", ""), Mode: sandbox.ModeSandbox, Argv: argv,
+		RunRoot: filepath.Join(dir, "runs"), WorkRoot: filepath.Join(dir, "work"), WorkSub: "peer/interaction",
+		Limits: sandbox.Limits{WallClock: 60 * time.Second},
+	}
+}
+
+// anetd starts nothing itself: a run goes through anet-sandboxd, inside the sandbox, and
+// comes back with the agent's output and exit status.
+func TestSandboxClientRunsInSandbox(t *testing.T) {
+	c := startSandboxd(t, "/usr/local/bin:/usr/bin:/bin")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := c.Probe(ctx)
+	if err != nil || !res.OK {
+		t.Fatalf("probe = %+v, %v", res, err)
+	}
+	spec := runSpec(t, "/bin/sh", "-c", `echo "answer from $(hostname) in $(pwd)"; echo oops >&2; exit 3`)
+	os.MkdirAll(spec.WorkRoot, 0o700)
+	r, err := c.Run(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome.ExitCode != 3 {
+		t.Fatalf("exit code = %d (%+v), want 3", r.Outcome.ExitCode, r.Outcome)
+	}
+	if got := strings.TrimSpace(string(r.Stdout)); got != "answer from anet-run in /work" {
+		t.Fatalf("stdout = %q, want the sandbox's hostname and work dir", got)
+	}
+	if strings.TrimSpace(string(r.Stderr)) != "oops" {
+		t.Fatalf("stderr = %q", r.Stderr)
+	}
+}
+
+// P2, F1: with bubblewrap unavailable nothing starts and the error carries the reason.
+func TestSandboxClientFailsClosedWithoutBwrap(t *testing.T) {
+	c := startSandboxd(t, t.TempDir()) // a PATH with no bwrap in it
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	spec := runSpec(t, "/bin/sh", "-c", "touch "+marker)
+	os.MkdirAll(spec.WorkRoot, 0o700)
+	_, err := c.Run(ctx, spec)
+	var pe *privsep.Error
+	if !errors.As(err, &pe) || pe.Code != reasons.NoBwrap {
+		t.Fatalf("run without bwrap = %v, want no_bwrap", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran although the sandbox is unavailable")
+	}
+}

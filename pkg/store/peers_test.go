@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// otherPeer is a second valid aid (seed 100..131).
+const otherPeer = "anbo6di2sxmz6dqajaxwoh7v7fduwf7x7kg7gs6w7uawzmnp3pfv4a"
+
+func incoming(typ, msgID, interaction, text string) Incoming {
+	in := Incoming{Type: typ, MsgID: msgID, Peer: goldenPeer, Interaction: interaction, Text: text,
+		Sent: time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC), Raw: []byte("signed bytes of " + msgID)}
+	in.ContentHash = sha256.Sum256([]byte(typ + interaction + text))
+	in.Digest = sha256.Sum256(in.Raw)
+	return in
+}
+
+func TestPeersAndTrust(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	signer := newSeedSigner(1)
+	if err := s.AddPeer(ctx, signer, "not-an-aid", "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "peer") {
+		t.Fatalf("AddPeer(bad aid) = %v, want an error naming the peer", err)
+	}
+	if err := s.AddPeer(ctx, signer, goldenPeer, "127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddPeer(ctx, signer, goldenPeer, "127.0.0.1:2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTrust(ctx, signer, goldenPeer); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddTrust(ctx, signer, goldenPeer); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.Peers(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Addr != "127.0.0.1:2" || !ps[0].Trusted {
+		t.Fatalf("Peers() = %+v, %v, want one trusted peer at 127.0.0.1:2", ps, err)
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"remove unknown peer", func() error { return s.RemovePeer(ctx, signer, otherPeer) }},
+		{"remove unknown trust", func() error { return s.RemoveTrust(ctx, signer, otherPeer) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.fn(); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%s = %v, want ErrNotFound", tc.name, err)
+			}
+		})
+	}
+	if err := s.RemoveTrust(ctx, signer, goldenPeer); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Trusted(ctx, goldenPeer); ok || err != nil {
+		t.Fatalf("Trusted after remove = %v, %v, want false", ok, err)
+	}
+	// Each change is one entry; the repeated trust add changed nothing and recorded nothing.
+	kinds := chainKinds(t, s)
+	if want := "peer_added,peer_added,trust_added,trust_removed"; kinds != want {
+		t.Fatalf("chain kinds = %s, want %s", kinds, want)
+	}
+}
+
+func chainKinds(t *testing.T, s *Store) string {
+	t.Helper()
+	es, err := s.List(context.Background(), ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k []string
+	for _, e := range es {
+		k = append(k, e.Kind)
+	}
+	return strings.Join(k, ",")
+}
+
+func TestReceiveRules(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	signer := newSeedSigner(100)
+	if _, err := s.Receive(ctx, signer, incoming("task", "m-1", "ix-1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		in   Incoming
+		want error
+	}{
+		{"same message again", incoming("task", "m-1", "ix-1", "hello"), ErrDuplicate},
+		{"same id, other content", incoming("task", "m-1", "ix-9", "other"), ErrIDReused},
+		{"same interaction, new id", incoming("task", "m-2", "ix-1", "again"), ErrInteractionReused},
+		{"reply to a task never sent", incoming("reply", "m-3", "ix-1", "answer"), ErrUnknownInteraction},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := s.Receive(ctx, signer, tc.in); !errors.Is(err, tc.want) {
+				t.Fatalf("Receive(%s) = %v, want %v", tc.name, err, tc.want)
+			}
+		})
+	}
+	in, err := s.Inbox(ctx, InboxOptions{})
+	if err != nil || len(in) != 1 || in[0].State != StateNew || in[0].Text != "hello" {
+		t.Fatalf("Inbox() = %+v, %v, want the one task", in, err)
+	}
+	if got := chainKinds(t, s); got != "task_received" {
+		t.Fatalf("chain kinds = %s, want only task_received", got)
+	}
+
+	// Answering: once, then never again.
+	it, err := s.Queue(ctx, signer, Outgoing{Type: "reply", MsgID: "m-r", Peer: goldenPeer, Interaction: "ix-1", Text: "hi"})
+	if err != nil || it.State != StateAnswered || len(it.Delivery) != 1 || it.Delivery[0].State != "pending" {
+		t.Fatalf("Queue(reply) = %+v, %v, want answered with a pending delivery", it, err)
+	}
+	if _, err := s.Queue(ctx, signer, Outgoing{Type: "refusal", MsgID: "m-r2", Peer: goldenPeer, Interaction: "ix-1", Code: "budget"}); !errors.Is(err, ErrAlreadyAnswered) {
+		t.Fatalf("second answer = %v, want ErrAlreadyAnswered", err)
+	}
+	if _, err := s.Queue(ctx, signer, Outgoing{Type: "reply", MsgID: "m-r3", Peer: otherPeer, Interaction: "ix-1", Text: "hi"}); !errors.Is(err, ErrUnknownInteraction) {
+		t.Fatalf("answer to another peer's interaction = %v, want ErrUnknownInteraction", err)
+	}
+	if _, err := s.Verify(ctx, signer.Public()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The inbox row and its evidence entry commit together: when the entry cannot be
+// appended (here: another node key than the chain's), no row is left behind.
+func TestReceiveIsAtomicWithEvidence(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	if _, err := s.Append(ctx, newSeedSigner(1), EntryInput{Kind: "node_started"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Receive(ctx, newSeedSigner(2), incoming("task", "m-1", "ix-1", "hello"))
+	if err == nil || !strings.Contains(err.Error(), "not the key of this chain") {
+		t.Fatalf("Receive with a foreign key = %v, want the chain key error", err)
+	}
+	var rows int
+	for _, table := range []string{"interactions", "messages"} {
+		s.DB().QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&rows)
+		if rows != 0 {
+			t.Fatalf("%s rows after a failed receive = %d, want 0", table, rows)
+		}
+	}
+}
+
+func TestOutboxSchedule(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	signer := newSeedSigner(1)
+	if err := s.AddPeer(ctx, signer, otherPeer, "127.0.0.1:9"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Queue(ctx, signer, Outgoing{Type: "task", MsgID: "m-1", Peer: otherPeer, Interaction: "ix-1", Text: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := s.DueOutbox(ctx, time.Now().Add(time.Second), 10)
+	if err != nil || len(due) != 1 || due[0].Addr != "127.0.0.1:9" {
+		t.Fatalf("DueOutbox() = %+v, %v, want the task with the peer's address", due, err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := s.RetryLater(ctx, due[0].ID, later, "connection refused"); err != nil {
+		t.Fatal(err)
+	}
+	if due, _ := s.DueOutbox(ctx, time.Now(), 10); len(due) != 0 {
+		t.Fatalf("DueOutbox(now) after a retry an hour out = %d items, want 0", len(due))
+	}
+	if next, ok, err := s.NextOutboxAttempt(ctx); !ok || err != nil || next.UnixNano() != later.UnixNano() {
+		t.Fatalf("NextOutboxAttempt() = %v, %v, %v, want %v", next, ok, err, later)
+	}
+	d, err := s.OutboxState(ctx, "m-1")
+	if err != nil || d.Attempts != 1 || d.LastError != "connection refused" || d.State != "pending" {
+		t.Fatalf("OutboxState() = %+v, %v", d, err)
+	}
+}
