@@ -23,7 +23,7 @@ func sendCommand() *cli.Command {
 		Usage:     "send a task to a peer; prints the interaction id (delivery is retried in the background)",
 		ArgsUsage: "TEXT (or - to read it from standard input)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "to", Usage: "the peer's aid (add it first with `anet peer add`)", Required: true},
+			&cli.StringFlag{Name: "to", Usage: "the peer's `AID` (add it first with anet peer add)", Required: true},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {

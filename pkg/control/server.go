@@ -86,6 +86,14 @@ func writeError(w http.ResponseWriter, err error) {
 			status = http.StatusUnauthorized
 		case reasons.HelperDown:
 			status = http.StatusServiceUnavailable
+		case reasons.MessageTooLarge:
+			status = http.StatusRequestEntityTooLarge
+		default:
+			// A refusal with a domain code (a peer rule, a config rule) is the caller's to
+			// fix, not a server failure.
+			if e, ok := reasons.Lookup(re.Code); ok && e.Kind != reasons.KindNode {
+				status = http.StatusBadRequest
+			}
 		}
 	} else {
 		body.Error.Code = reasons.Internal
