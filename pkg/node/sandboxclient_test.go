@@ -52,7 +52,8 @@ func TestSandboxClientRunsInSandbox(t *testing.T) {
 	if err != nil || !res.OK {
 		t.Fatalf("probe = %+v, %v", res, err)
 	}
-	spec := runSpec(t, "/bin/sh", "-c", `echo "answer from $(hostname) in $(pwd)"; echo oops >&2; exit 3`)
+	spec := runSpec(t, "/bin/sh", "-c", `echo "answer from $(hostname) in $(pwd) with $(cat ~/.agent/config.toml) $(stat -c %a ~/.agent/config.toml)"; echo oops >&2; exit 3`)
+	spec.HomeFiles = []sandbox.HomeFile{{Path: ".agent/config.toml", Mode: 0o600, Content: []byte("model=pinned")}}
 	os.MkdirAll(spec.WorkRoot, 0o700)
 	r, err := c.Run(ctx, spec)
 	if err != nil {
@@ -61,8 +62,8 @@ func TestSandboxClientRunsInSandbox(t *testing.T) {
 	if r.Outcome.ExitCode != 3 {
 		t.Fatalf("exit code = %d (%+v), want 3", r.Outcome.ExitCode, r.Outcome)
 	}
-	if got := strings.TrimSpace(string(r.Stdout)); got != "answer from anet-run in /work" {
-		t.Fatalf("stdout = %q, want the sandbox's hostname and work dir", got)
+	if got := strings.TrimSpace(string(r.Stdout)); got != "answer from anet-run in /work with model=pinned 600" {
+		t.Fatalf("stdout = %q, want the sandbox's hostname, work dir and the home file written 0600", got)
 	}
 	if strings.TrimSpace(string(r.Stderr)) != "oops" {
 		t.Fatalf("stderr = %q", r.Stderr)

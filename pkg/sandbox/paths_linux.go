@@ -278,3 +278,28 @@ func readNames(fd int) []string {
 	names, _ := d.Readdirnames(-1)
 	return names
 }
+
+// WriteHomeFiles writes files under home, which the launcher has just created empty for this
+// run. Parents are made with MkdirUnder and each file with O_EXCL|O_NOFOLLOW relative to its
+// parent's descriptor, so nothing is written through a link.
+func WriteHomeFiles(home string, files []HomeFile) error {
+	for _, hf := range files {
+		dir, name := filepath.Split(hf.Path)
+		_, df, err := MkdirUnder(home, strings.TrimSuffix(dir, "/"), 0o700)
+		if err != nil {
+			return fmt.Errorf("home file %s: %w", hf.Path, err)
+		}
+		fd, err := unix.Openat(int(df.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, hf.Mode&0o700)
+		df.Close()
+		if err != nil {
+			return fmt.Errorf("home file %s: %w", hf.Path, err)
+		}
+		f := os.NewFile(uintptr(fd), hf.Path)
+		_, werr := f.Write(hf.Content)
+		cerr := f.Close()
+		if werr != nil || cerr != nil {
+			return fmt.Errorf("home file %s: %w", hf.Path, errors.Join(werr, cerr))
+		}
+	}
+	return nil
+}

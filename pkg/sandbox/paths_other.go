@@ -37,3 +37,6 @@ func LockRunDir(dir string) (*os.File, error) { return nil, errUnsupported }
 
 // SweepRunRoot is not implemented on this platform.
 func SweepRunRoot(root string, minAge time.Duration) ([]string, error) { return nil, errUnsupported }
+
+// WriteHomeFiles is not implemented on this platform.
+func WriteHomeFiles(home string, files []HomeFile) error { return errUnsupported }

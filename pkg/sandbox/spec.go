@@ -136,7 +136,26 @@ type Spec struct {
 	// config dir, control token. The agent tree may not lie under (or contain) any of them.
 	Hidden []string `json:"hidden,omitempty"`
 	Limits Limits   `json:"limits"`
+	// HomeFiles are written into the run's fresh home before the agent starts (an agent's
+	// configuration: pkg/agents). Sandbox mode only: a direct run's home is the operator's.
+	HomeFiles []HomeFile `json:"home_files,omitempty"`
 }
+
+// HomeFile is one file written into a sandboxed run's home.
+type HomeFile struct {
+	// Path is relative to the home, plain names only; parents are created 0700.
+	Path string `json:"path"`
+	// Mode is the file's permission bits (at most 0700).
+	Mode    uint32 `json:"mode"`
+	Content []byte `json:"content"`
+}
+
+// Bounds on HomeFiles: agent configuration files are small, and the spec travels in one
+// privsep message.
+const (
+	maxHomeFiles     = 16
+	maxHomeFileBytes = 32 << 10
+)
 
 // validID accepts 1-64 of [A-Za-z0-9_.-], not starting with one of "_.-". Hand-written: a
 // package-level regexp costs every process start, and init (pid 1 of each run) is one.
@@ -205,6 +224,9 @@ func (s *Spec) Validate() error {
 	if err := s.Limits.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := validateHomeFiles(s.Mode, s.HomeFiles); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("run spec: %w", errors.Join(errs...))
 	}
@@ -224,6 +246,37 @@ func ValidateRelPath(rel string) error {
 		if c == "" || c == "." || c == ".." {
 			return fmt.Errorf("%q: component %q not allowed", rel, c)
 		}
+	}
+	return nil
+}
+
+func validateHomeFiles(mode Mode, files []HomeFile) error {
+	if len(files) == 0 {
+		return nil
+	}
+	if mode != ModeSandbox {
+		return errors.New("home_files: only for sandboxed runs")
+	}
+	if len(files) > maxHomeFiles {
+		return fmt.Errorf("home_files: %d files (at most %d)", len(files), maxHomeFiles)
+	}
+	total := 0
+	seen := map[string]bool{}
+	for i, f := range files {
+		if err := ValidateRelPath(f.Path); err != nil {
+			return fmt.Errorf("home_files[%d].path %q: %w", i, f.Path, err)
+		}
+		if seen[f.Path] {
+			return fmt.Errorf("home_files[%d].path %q: given twice", i, f.Path)
+		}
+		seen[f.Path] = true
+		if f.Mode&^0o700 != 0 {
+			return fmt.Errorf("home_files[%d].mode %04o: at most 0700 (the run's files are its own)", i, f.Mode)
+		}
+		total += len(f.Content)
+	}
+	if total > maxHomeFileBytes {
+		return fmt.Errorf("home_files: %d bytes in all (at most %d)", total, maxHomeFileBytes)
 	}
 	return nil
 }

@@ -93,3 +93,38 @@ func TestParseSize(t *testing.T) {
 		})
 	}
 }
+
+func TestHomeFilesValidation(t *testing.T) {
+	base := func() Spec {
+		return Spec{ID: "r1", Mode: ModeSandbox, Argv: []string{"/bin/true"}, RunRoot: "/tmp/runs"}
+	}
+	for _, tc := range []struct {
+		name  string
+		mode  Mode
+		files []HomeFile
+		want  string
+	}{
+		{"ok", ModeSandbox, []HomeFile{{Path: ".codex/config.toml", Mode: 0o600, Content: []byte("x")}}, ""},
+		{"escape", ModeSandbox, []HomeFile{{Path: "../etc/passwd", Mode: 0o600}}, "home_files[0].path"},
+		{"absolute", ModeSandbox, []HomeFile{{Path: "/etc/passwd", Mode: 0o600}}, "home_files[0].path"},
+		{"setuid bits", ModeSandbox, []HomeFile{{Path: "x", Mode: 0o4700}}, "home_files[0].mode"},
+		{"twice", ModeSandbox, []HomeFile{{Path: "x", Mode: 0o600}, {Path: "x", Mode: 0o600}}, "given twice"},
+		{"too big", ModeSandbox, []HomeFile{{Path: "x", Mode: 0o600, Content: make([]byte, 40<<10)}}, "bytes in all"},
+		{"direct mode", ModeDirect, []HomeFile{{Path: "x", Mode: 0o600}}, "only for sandboxed runs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			s.Mode, s.HomeFiles = tc.mode, tc.files
+			err := s.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

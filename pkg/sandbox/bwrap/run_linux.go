@@ -301,6 +301,9 @@ func (r *run) makeDirs(lay *Layout) error {
 		r.dirs = append(r.dirs, p)
 	}
 	lay.Home, lay.Tmp = r.dirs[0], r.dirs[1]
+	if err := sandbox.WriteHomeFiles(lay.Home, spec.HomeFiles); err != nil {
+		return fmt.Errorf("start %s: %w", spec.ID, err)
+	}
 	if spec.WorkRoot == "" {
 		lay.Work = r.dirs[2]
 	} else {

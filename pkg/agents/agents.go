@@ -1,0 +1,135 @@
+// Package agents is the per-agent table of the exec back-end (issue 6 item 2, E10): for an
+// agent and a run's parameters it returns the command line, the environment and the config
+// files that make the agent talk only to the node's endpoint with the run's placeholder, with
+// the pinned model, output capped at 8192 tokens, telemetry and provider-run tools (web search,
+// web fetch) off, and its own sandbox and approval prompts off. It also says how to read the
+// agent's final answer. The package is pure: it starts no process and reads no file except in
+// ReadAnswerFile.
+//
+// Sandboxed runs (P1, P2) get the full treatment: every setting below points at
+// http://127.0.0.1:<Port> inside the run's network namespace, where anet-sandboxd's init relays
+// to the run's endpoint socket. The agent's own sandbox is off and approvals are never asked:
+// nested user namespaces are denied inside ours (S4), and our sandbox is the boundary.
+//
+// Direct runs (P4, trusted peers, the default mode) are the operator's own: the agent runs as
+// the operator's user, in the operator's environment, with the operator's own login, keys and
+// agent configuration. The node's endpoint is not available there (it lives on a per-run
+// network namespace's loopback that a direct run does not have), and pointing a trusted agent
+// at a model proxy the operator did not ask for would be a surprise. Decision: in direct mode
+// For returns the command line only (prompt form and answer form); no environment, no files,
+// no model pin. The agent's own configuration decides its model, cap and tools; cursor is
+// allowed there (its login is the operator's; the node never manages its key).
+//
+// The task is always one argv element and is never parsed by a shell. Each command line ends
+// its options before the task ("--", or the CLI's "--flag=value" form where the task is an
+// option's value), so a task such as "--help", "-p" or "review" stays a prompt. Argv[0] is the
+// binary's name (Spec.Binary); the caller resolves it to an absolute path before building the
+// run spec.
+//
+// Each agent's settings were checked against the CLI where it installs here (claude 2.1.197 and
+// the project's pinned 2.1.328, codex 0.171.0 and the pinned 0.169.0, opencode 1.18.33, each
+// run with For's output against a fake upstream in an empty network namespace)
+// and against the project's published documentation where it does not (hermes-agent, openclaw
+// 2026.9, which needs Node 22, and cursor-agent); the comments in each agent's file say which.
+package agents
+
+import (
+	"fmt"
+	"sort"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Agent names a coding agent the exec back-end can run.
+type Agent string
+
+// The agents of E10.
+const (
+	Claude   Agent = "claude"
+	Codex    Agent = "codex"
+	Opencode Agent = "opencode"
+	Hermes   Agent = "hermes"
+	Openclaw Agent = "openclaw"
+	Cursor   Agent = "cursor"
+)
+
+// API is the wire shape an agent speaks to its model endpoint.
+type API string
+
+const (
+	// APIAnthropicMessages is POST /v1/messages (Claude Code).
+	APIAnthropicMessages API = "anthropic-messages"
+	// APIOpenAIResponses is POST /v1/responses (Codex).
+	APIOpenAIResponses API = "openai-responses"
+	// APIOpenAIChat is POST /v1/chat/completions: what opencode, hermes and openclaw are
+	// configured to send to the operator's api_base service through the endpoint.
+	APIOpenAIChat API = "openai-chat"
+)
+
+// Spec is one row of the table.
+type Spec struct {
+	Agent Agent
+	// Binary is the command name to resolve on PATH.
+	Binary string
+	// Install says how an operator installs the agent.
+	Install string
+	// Sandbox reports whether the agent can run in the sandbox (E10: all but cursor).
+	Sandbox bool
+	// API is the wire shape of its model requests in the sandbox ("" for cursor).
+	API API
+	// Checked says what the settings were verified against.
+	Checked string
+}
+
+var table = map[Agent]Spec{
+	Claude: {Agent: Claude, Binary: "claude", Install: "npm install -g @anthropic-ai/claude-code",
+		Sandbox: true, API: APIAnthropicMessages, Checked: "claude 2.1.197 and 2.1.328 run against a fake upstream"},
+	Codex: {Agent: Codex, Binary: "codex", Install: "npm install -g @openai/codex",
+		Sandbox: true, API: APIOpenAIResponses, Checked: "codex-cli 0.169.0 and 0.171.0 run against a fake upstream (--strict-config)"},
+	Opencode: {Agent: Opencode, Binary: "opencode", Install: "npm install -g opencode-ai",
+		Sandbox: true, API: APIOpenAIChat, Checked: "opencode 1.18.33 run against a fake upstream"},
+	Hermes: {Agent: Hermes, Binary: "hermes", Install: "see https://github.com/NousResearch/hermes-agent (Python; not on npm)",
+		Sandbox: true, API: APIOpenAIChat, Checked: "hermes-agent documentation (CLI reference, configuration, toolsets)"},
+	Openclaw: {Agent: Openclaw, Binary: "openclaw", Install: "npm install -g openclaw (needs Node 22 or later)",
+		Sandbox: true, API: APIOpenAIChat, Checked: "openclaw documentation (agent CLI, model providers, tools, environment)"},
+	Cursor: {Agent: Cursor, Binary: "cursor-agent", Install: "see https://cursor.com/docs/cli (operator's own login)",
+		Sandbox: false, Checked: "cursor CLI documentation (headless print mode)"},
+}
+
+// NoAnswer is the code for a run that ended without a usable final answer.
+const NoAnswer reasons.Code = "no_answer"
+
+func init() {
+	reasons.Register(reasons.Entry{Code: NoAnswer, Kind: reasons.KindNode,
+		Text: "the agent ended without a usable answer; see the run's log", Requirement: "P1"})
+}
+
+// Lookup returns the table row for name.
+func Lookup(name string) (Spec, bool) {
+	s, ok := table[Agent(name)]
+	return s, ok
+}
+
+// All returns every row, sorted by agent name.
+func All() []Spec {
+	out := make([]Spec, 0, len(table))
+	for _, s := range table {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	return out
+}
+
+// Upstream returns the API family agent speaks through the endpoint when sandboxed. cursor
+// and unknown agents get an agent_unsupported error: they cannot send their model requests
+// through the node (E10).
+func Upstream(agent Agent) (API, error) {
+	s, ok := table[agent]
+	if !ok {
+		return "", reasons.New(reasons.AgentUnsupported, fmt.Sprintf("unknown agent %q", agent))
+	}
+	if !s.Sandbox {
+		return "", reasons.New(reasons.AgentUnsupported, "agent "+string(agent))
+	}
+	return s.API, nil
+}
