@@ -1,0 +1,33 @@
+package egress_test
+
+import (
+	"testing"
+
+	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/egress"
+)
+
+// TestAllowListAgreesWithConfig: the CLI's check (pkg/config) and the endpoint's enforcement
+// copy (pkg/egress) accept and refuse the same entries (H2, H3), so a list the operator could
+// set never makes every run's endpoint fail to start.
+func TestAllowListAgreesWithConfig(t *testing.T) {
+	entries := []string{
+		"pypi.org", "files.pythonhosted.org", "xn--mnchen-3ya.de", "a-b.example.com", "x.y.z.example",
+		"", "PyPI.org", "pypi.org.", ".pypi.org", "pypi..org", "*.pypi.org", "pypi.org:443",
+		"https://pypi.org", "user@pypi.org", "10.0.0.1", "151.101.0.223", "::1", "[::1]", "127.1",
+		"2130706433", "0x7f.0.0.1", "017700000001", "host.123", "localhost", "foo.localhost",
+		"printer.local", "metadata.google.internal", "nas.lan", "router.home.arpa", "intranet",
+		"münchen.de", "my_host.example.com", "-a.example.com", "a-.example.com",
+		"api.anthropic.com", "api.openai.com", "x.api.openai.com", "llm.example.net",
+	}
+	const apiBase = "https://llm.example.net/v1"
+	for _, e := range entries {
+		t.Run(e, func(t *testing.T) {
+			cfgErr := config.ValidateEgressAllow([]string{e}, apiBase)
+			egErr := egress.ValidateAllowList([]string{e}, []string{apiBase})
+			if (cfgErr == nil) != (egErr == nil) {
+				t.Fatalf("entry %q: config says %v, egress says %v; want the same verdict", e, cfgErr, egErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package egress
+
+import (
+	"net/http"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Reason codes owned by the egress proxy. Refusals before the tunnel opens are sent as an HTTP
+// answer with the body "anet: <text>" (E9); refusals after the 200 can only close the tunnel,
+// so they show up in the log and in Usage.Refusals.
+const (
+	BadConnect      reasons.Code = "egress_bad_connect"
+	BadHost         reasons.Code = "egress_bad_host"
+	HostNotAllowed  reasons.Code = "egress_host_not_allowed"
+	ResolveFailed   reasons.Code = "egress_resolve_failed"
+	AddressRefused  reasons.Code = "egress_address_refused"
+	DialFailed      reasons.Code = "egress_dial_failed"
+	TunnelLimit     reasons.Code = "egress_tunnel_limit"
+	BytesLimit      reasons.Code = "egress_bytes_limit"
+	RunOver         reasons.Code = "egress_run_over"
+	NotTLS          reasons.Code = "egress_not_tls"
+	BadHello        reasons.Code = "egress_bad_hello"
+	HelloTooLarge   reasons.Code = "egress_hello_too_large"
+	HelloTimeout    reasons.Code = "egress_hello_timeout"
+	SNIMismatch     reasons.Code = "egress_sni_mismatch"
+	ECHRefused      reasons.Code = "egress_ech_refused"
+	AllowListRefuse reasons.Code = "egress_allow_entry_refused"
+)
+
+func init() {
+	reasons.Register(
+		reasons.Entry{Code: BadConnect, Kind: reasons.KindRule, Text: "a tunnel must be requested as `CONNECT host:443 HTTP/1.1` (or HTTP/1.0; authority form, port 443, no user info, scheme, path, body, Content-Length or Transfer-Encoding, headers under 8 KiB)", Requirement: "H4"},
+		reasons.Entry{Code: BadHost, Kind: reasons.KindRule, Text: "the CONNECT host must be a lower-case DNS name with at least two labels (punycode for international names); IP addresses and local-network names are refused", Requirement: "H4"},
+		reasons.Entry{Code: HostNotAllowed, Kind: reasons.KindRule, Text: "this host is not in the operator's egress allow-list; only the listed host names are reachable, each compared exactly (no subdomains)", Requirement: "H4"},
+		reasons.Entry{Code: ResolveFailed, Kind: reasons.KindRule, Text: "the node could not resolve this host name; try again later", Requirement: "H5"},
+		reasons.Entry{Code: AddressRefused, Kind: reasons.KindRule, Text: "this host name resolves to a private, reserved or local address, so the node refuses to connect to it", Requirement: "H5"},
+		reasons.Entry{Code: DialFailed, Kind: reasons.KindRule, Text: "the node could not connect to this host on port 443; try again later", Requirement: "H5"},
+		reasons.Entry{Code: TunnelLimit, Kind: reasons.KindRule, Text: "this run has reached its tunnel limit (16 open at once, 256 in all); close a tunnel or answer with what you have", Requirement: "R1"},
+		reasons.Entry{Code: BytesLimit, Kind: reasons.KindRule, Text: "this run has used up its tunnel data (32 MiB sent, 512 MiB received); answer with what you have", Requirement: "R1"},
+		reasons.Entry{Code: RunOver, Kind: reasons.KindRule, Text: "this run has ended; its tunnels are closed", Requirement: "R1"},
+		reasons.Entry{Code: NotTLS, Kind: reasons.KindRule, Text: "the first bytes through a tunnel must be a TLS ClientHello; plain-text protocols are not tunnelled", Requirement: "H6"},
+		reasons.Entry{Code: BadHello, Kind: reasons.KindRule, Text: "the TLS ClientHello sent through the tunnel is malformed", Requirement: "H6"},
+		reasons.Entry{Code: HelloTooLarge, Kind: reasons.KindRule, Text: "the TLS ClientHello sent through the tunnel is larger than 64 KiB", Requirement: "H6"},
+		reasons.Entry{Code: HelloTimeout, Kind: reasons.KindRule, Text: "the TLS ClientHello did not arrive through the tunnel in time", Requirement: "H6"},
+		reasons.Entry{Code: SNIMismatch, Kind: reasons.KindRule, Text: "the TLS ClientHello must name exactly one server (SNI) and it must equal the CONNECT host", Requirement: "H6"},
+		reasons.Entry{Code: ECHRefused, Kind: reasons.KindRule, Text: "encrypted ClientHello (ECH) is refused because the node must see the server name; turn ECH off in the client", Requirement: "H6"},
+		reasons.Entry{Code: AllowListRefuse, Kind: reasons.KindConfig, Text: "an egress allow-list entry breaks a rule: each entry a full lower-case host name (no wildcard, IP address, port, localhost or local-network suffix), not a model-service host, at most 64 entries", Requirement: "H2"},
+	)
+}
+
+// statusFor is the HTTP status sent with a refusal answered before the tunnel opens.
+func statusFor(c reasons.Code) int {
+	switch c {
+	case BadConnect, BadHost:
+		return http.StatusBadRequest
+	case TunnelLimit, BytesLimit:
+		return http.StatusTooManyRequests
+	case ResolveFailed, DialFailed:
+		return http.StatusBadGateway
+	case RunOver:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusForbidden
+	}
+}

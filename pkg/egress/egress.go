@@ -1,0 +1,308 @@
+// Package egress is the CONNECT egress proxy of a run's endpoint (H2–H8, R1): it accepts
+// `CONNECT host:443` only for hosts on the operator's allow-list, resolves the name itself,
+// refuses the tunnel if any address is special-purpose, dials only a verified address without
+// any proxy, checks that the first TLS message names the requested host and does not use
+// encrypted ClientHello, and then splices bytes both ways under the run's tunnel limits.
+//
+// Decisions worth knowing:
+//   - Names are compared exactly (H4): "PyPI.org" is refused, not folded to lower case; one
+//     trailing dot is folded ("pypi.org." is the same FQDN the resolver asks for anyway).
+//   - Resolution, the address check and the upstream connection happen before the 200, so
+//     those refusals reach the agent as `anet:` answers; ClientHello refusals come after the
+//     200 and end the tunnel with a TLS alert (access_denied or decode_error) or a bare close.
+//   - Byte limits are per run: the last allowed byte passes; the tunnel whose next byte would
+//     exceed the limit is closed, and later CONNECTs are refused.
+//   - An agent hanging up before sending anything is not counted as a refusal.
+//
+// Domain fronting inside TLS is not detected (H8): an allowed host is a path out for data.
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Limits are one run's tunnel limits (R1). A zero field takes its default.
+type Limits struct {
+	OpenTunnels   int   // tunnels open at once
+	TotalTunnels  int   // tunnels opened in the run
+	SentBytes     int64 // bytes from the agent to upstreams, all tunnels together
+	ReceivedBytes int64 // bytes from upstreams to the agent, all tunnels together
+	HelloTimeout  time.Duration
+	IdleTimeout   time.Duration // a tunnel with no byte either way for this long is closed
+}
+
+// DefaultLimits returns R1's limits: 16 open, 256 in all, 32 MiB sent, 512 MiB received.
+func DefaultLimits() Limits {
+	return Limits{
+		OpenTunnels:   16,
+		TotalTunnels:  256,
+		SentBytes:     32 << 20,
+		ReceivedBytes: 512 << 20,
+		HelloTimeout:  10 * time.Second,
+		IdleTimeout:   5 * time.Minute,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.OpenTunnels == 0 {
+		l.OpenTunnels = d.OpenTunnels
+	}
+	if l.TotalTunnels == 0 {
+		l.TotalTunnels = d.TotalTunnels
+	}
+	if l.SentBytes == 0 {
+		l.SentBytes = d.SentBytes
+	}
+	if l.ReceivedBytes == 0 {
+		l.ReceivedBytes = d.ReceivedBytes
+	}
+	if l.HelloTimeout == 0 {
+		l.HelloTimeout = d.HelloTimeout
+	}
+	if l.IdleTimeout == 0 {
+		l.IdleTimeout = d.IdleTimeout
+	}
+	return l
+}
+
+func (l Limits) validate() error {
+	switch {
+	case l.OpenTunnels < 0:
+		return errors.New("limits.open_tunnels is negative")
+	case l.TotalTunnels < 0:
+		return errors.New("limits.total_tunnels is negative")
+	case l.SentBytes < 0:
+		return errors.New("limits.sent_bytes is negative")
+	case l.ReceivedBytes < 0:
+		return errors.New("limits.received_bytes is negative")
+	case l.HelloTimeout < 0:
+		return errors.New("limits.hello_timeout is negative")
+	case l.IdleTimeout < 0:
+		return errors.New("limits.idle_timeout is negative")
+	}
+	return nil
+}
+
+// Policy is one run's egress policy. Allow is expected to be validated already
+// (ValidateAllowList); NewProxy checks it again.
+type Policy struct {
+	Allow  []string
+	Limits Limits
+}
+
+// Resolver looks up a host name. The proxy always passes network "ip".
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Options are the proxy's seams.
+type Options struct {
+	// Resolver nil means a DNS stub resolver over /etc/resolv.conf's name servers that asks
+	// for the FQDN only: /etc/hosts and search domains cannot change the answer.
+	Resolver Resolver
+	// Logger nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Usage is what a run did through its tunnels; anetd records it when the run ends.
+type Usage struct {
+	TunnelsOpened int                  `json:"tunnels_opened"`
+	TunnelsOpen   int                  `json:"tunnels_open"`
+	BytesSent     int64                `json:"bytes_sent"`
+	BytesReceived int64                `json:"bytes_received"`
+	Refusals      map[reasons.Code]int `json:"refusals,omitempty"`
+}
+
+// Proxy is one run's CONNECT handler.
+type Proxy struct {
+	allow    map[string]bool
+	limits   Limits
+	resolver Resolver
+	log      *slog.Logger
+
+	sent, received *budget
+
+	// mu guards the fields that follow.
+	mu       sync.Mutex
+	closed   bool
+	admitted int // tunnels counted against TotalTunnels (opened or opening)
+	active   int // tunnels counted against OpenTunnels
+	opened   int // tunnels that got their 200
+	tunnels  map[*tunnel]struct{}
+	refusals map[reasons.Code]int
+}
+
+// NewProxy builds the CONNECT handler for one run.
+func NewProxy(p Policy, o Options) (*Proxy, error) {
+	if err := ValidateAllowList(p.Allow, nil); err != nil {
+		return nil, fmt.Errorf("new egress proxy: %w", err)
+	}
+	if err := p.Limits.validate(); err != nil {
+		return nil, fmt.Errorf("new egress proxy: %w", err)
+	}
+	lim := p.Limits.withDefaults()
+	res := o.Resolver
+	if res == nil {
+		r, err := systemResolver()
+		if err != nil {
+			return nil, fmt.Errorf("new egress proxy: %w", err)
+		}
+		res = r
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	allow := make(map[string]bool, len(p.Allow))
+	for _, h := range p.Allow {
+		allow[h] = true
+	}
+	return &Proxy{
+		allow:    allow,
+		limits:   lim,
+		resolver: res,
+		log:      log,
+		sent:     newBudget(lim.SentBytes),
+		received: newBudget(lim.ReceivedBytes),
+		tunnels:  map[*tunnel]struct{}{},
+		refusals: map[reasons.Code]int{},
+	}, nil
+}
+
+// Usage returns a snapshot of the run's tunnel usage.
+func (p *Proxy) Usage() Usage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := Usage{
+		TunnelsOpened: p.opened,
+		TunnelsOpen:   len(p.tunnels),
+		BytesSent:     p.sent.usedBytes(),
+		BytesReceived: p.received.usedBytes(),
+		Refusals:      make(map[reasons.Code]int, len(p.refusals)),
+	}
+	for c, n := range p.refusals {
+		u.Refusals[c] = n
+	}
+	return u
+}
+
+// Close ends every tunnel and refuses new ones (the run is over).
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	ts := make([]*tunnel, 0, len(p.tunnels))
+	for t := range p.tunnels {
+		ts = append(ts, t)
+	}
+	p.mu.Unlock()
+	for _, t := range ts {
+		t.close()
+	}
+}
+
+// admit reserves a place for one tunnel against the run's limits.
+func (p *Proxy) admit() *refusal {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return refuse(RunOver, "proxy closed")
+	case p.active >= p.limits.OpenTunnels:
+		return refuse(TunnelLimit, "%d tunnels open", p.active)
+	case p.admitted >= p.limits.TotalTunnels:
+		return refuse(TunnelLimit, "%d tunnels in all", p.admitted)
+	case p.sent.available() <= 0:
+		return refuse(BytesLimit, "sent bytes used up")
+	case p.received.available() <= 0:
+		return refuse(BytesLimit, "received bytes used up")
+	}
+	p.active++
+	p.admitted++
+	return nil
+}
+
+// unadmit gives back a place taken by admit for a tunnel that never opened.
+func (p *Proxy) unadmit() {
+	p.mu.Lock()
+	p.active--
+	p.admitted--
+	p.mu.Unlock()
+}
+
+func (p *Proxy) countRefusal(c reasons.Code) {
+	p.mu.Lock()
+	p.refusals[c]++
+	p.mu.Unlock()
+}
+
+// budget is a byte allowance shared by every tunnel of a run. A copy reserves the bytes it is
+// about to move (bytes already queued in the kernel, so a reservation is never held while
+// waiting for data) and settles what it moved, so the total never passes the limit however
+// many tunnels copy at once.
+type budget struct {
+	mu       sync.Mutex
+	cond     sync.Cond // signalled on settle
+	limit    int64
+	used     int64
+	reserved int64
+}
+
+func newBudget(limit int64) *budget {
+	b := &budget{limit: limit}
+	b.cond.L = &b.mu
+	return b
+}
+
+func (b *budget) available() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limit - b.used - b.reserved
+}
+
+func (b *budget) usedBytes() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// take reserves want bytes, or with partial as many as are left (at least one). It returns 0
+// when the allowance cannot cover the request even after every other reservation settles;
+// while reservations that could make room are outstanding, it waits for them.
+func (b *budget) take(want int64, partial bool) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for {
+		avail := b.limit - b.used - b.reserved
+		switch {
+		case avail >= want:
+			b.reserved += want
+			return want
+		case partial && avail > 0:
+			b.reserved += avail
+			return avail
+		}
+		// Not enough now. If settling every reservation cannot help, give up.
+		left := b.limit - b.used
+		if b.reserved == 0 || left <= 0 || (!partial && left < want) {
+			return 0
+		}
+		b.cond.Wait()
+	}
+}
+
+func (b *budget) settle(granted, moved int64) {
+	b.mu.Lock()
+	b.reserved -= granted
+	b.used += moved
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}

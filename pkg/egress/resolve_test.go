@@ -1,0 +1,192 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+func lookupAll(t *testing.T, r *dnsResolver, host string) ([]string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	var out []string
+	for _, a := range addrs {
+		out = append(out, a.String())
+	}
+	return out, err
+}
+
+// TestDNSResolver: the default resolver asks DNS for exactly the FQDN (no search domains, no
+// /etc/hosts), follows only the CNAME chain of the name, and survives truncation and a
+// mismatched reply (H5).
+func TestDNSResolver(t *testing.T) {
+	cases := []struct {
+		name      string
+		setup     func(d *fakeDNS)
+		host      string
+		want      []string
+		wantAsked []string
+		wantErr   string
+	}{
+		{
+			name: "A and AAAA for the FQDN only",
+			setup: func(d *fakeDNS) {
+				d.addIP("pypi.org.", "151.101.0.223")
+				d.addIP("pypi.org.", "2a04:4e42::223")
+			},
+			host:      "pypi.org",
+			want:      []string{"151.101.0.223", "2a04:4e42::223"},
+			wantAsked: []string{"pypi.org. A", "pypi.org. AAAA"},
+		},
+		{
+			name: "AAAA only",
+			setup: func(d *fakeDNS) {
+				d.addIP("v6.example.com.", "2606:4700::6810:84e5")
+			},
+			host: "v6.example.com",
+			want: []string{"2606:4700::6810:84e5"},
+		},
+		{
+			name: "CNAME chain followed, unrelated records dropped",
+			setup: func(d *fakeDNS) {
+				d.add("files.pythonhosted.org.", &dnsmessage.CNAMEResource{CNAME: dnsmessage.MustNewName("cdn.fastly.net.")})
+				d.addIP("cdn.fastly.net.", "151.101.64.223")
+				// Stuffed into every answer under another name, as a poisoning attempt.
+				d.addUnder("*", "evil.example.com.", &dnsmessage.AResource{A: [4]byte{10, 0, 0, 1}})
+			},
+			host: "files.pythonhosted.org",
+			want: []string{"151.101.64.223"},
+		},
+		{
+			name: "truncated UDP answer retried over TCP",
+			setup: func(d *fakeDNS) {
+				d.set(func(d *fakeDNS) { d.truncUDP = true })
+				d.addIP("pypi.org.", "151.101.0.223")
+			},
+			host: "pypi.org",
+			want: []string{"151.101.0.223"},
+		},
+		{
+			name: "reply with a wrong ID ignored",
+			setup: func(d *fakeDNS) {
+				d.set(func(d *fakeDNS) { d.spoof = true })
+				d.addIP("pypi.org.", "151.101.0.223")
+			},
+			host: "pypi.org",
+			want: []string{"151.101.0.223"},
+		},
+		{
+			name:    "NXDOMAIN",
+			setup:   func(d *fakeDNS) { d.set(func(d *fakeDNS) { d.rcode = dnsmessage.RCodeNameError }) },
+			host:    "nothing.example.com",
+			wantErr: "no such host",
+		},
+		{
+			name:    "no records",
+			setup:   func(d *fakeDNS) {},
+			host:    "empty.example.com",
+			wantErr: "no such host",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := startFakeDNS(t)
+			c.setup(d)
+			r := &dnsResolver{servers: []string{d.addr}, timeout: 10 * time.Second}
+			got, err := lookupAll(t, r, c.host)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("LookupNetIP(%s) = %v, %v, want error %q", c.host, got, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Fatalf("LookupNetIP(%s) = %v, %v, want %v", c.host, got, err, c.want)
+			}
+			if c.wantAsked != nil && !slices.Equal(d.questions(), c.wantAsked) {
+				t.Errorf("questions asked = %v, want %v", d.questions(), c.wantAsked)
+			}
+		})
+	}
+}
+
+// TestDNSResolverIgnoresEtcHosts: /etc/hosts maps localhost to loopback for Go's resolver,
+// but the egress resolver takes the answer from DNS only (H5, REFERENCE "Go resolver").
+func TestDNSResolverIgnoresEtcHosts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	goAddrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", "localhost")
+	if err != nil || len(goAddrs) == 0 || !goAddrs[0].IsLoopback() {
+		t.Fatalf("precondition: Go's resolver(localhost) = %v, %v, want loopback from /etc/hosts", goAddrs, err)
+	}
+	d := startFakeDNS(t)
+	d.addIP("localhost.", "151.101.0.223")
+	r := &dnsResolver{servers: []string{d.addr}, timeout: 10 * time.Second}
+	got, err := lookupAll(t, r, "localhost")
+	if err != nil || !slices.Equal(got, []string{"151.101.0.223"}) {
+		t.Fatalf("dnsResolver(localhost) = %v, %v, want [151.101.0.223] from DNS", got, err)
+	}
+	if q := d.questions(); !slices.Contains(q, "localhost. A") {
+		t.Fatalf("questions asked = %v, want localhost. A", q)
+	}
+}
+
+// TestDNSResolverFailover: a server that fails is skipped; one that says NXDOMAIN is final.
+func TestDNSResolverFailover(t *testing.T) {
+	bad := startFakeDNS(t)
+	bad.set(func(d *fakeDNS) { d.rcode = dnsmessage.RCodeServerFailure })
+	good := startFakeDNS(t)
+	good.addIP("pypi.org.", "151.101.0.223")
+	r := &dnsResolver{servers: []string{bad.addr, good.addr}, timeout: 10 * time.Second}
+	got, err := lookupAll(t, r, "pypi.org")
+	if err != nil || !slices.Equal(got, []string{"151.101.0.223"}) {
+		t.Fatalf("LookupNetIP(pypi.org) = %v, %v, want [151.101.0.223]", got, err)
+	}
+	nx := startFakeDNS(t)
+	nx.set(func(d *fakeDNS) { d.rcode = dnsmessage.RCodeNameError })
+	r = &dnsResolver{servers: []string{nx.addr, good.addr}, timeout: 10 * time.Second}
+	if got, err := lookupAll(t, r, "pypi.org"); !errors.Is(err, errNoSuchHost) {
+		t.Fatalf("LookupNetIP(pypi.org) after NXDOMAIN = %v, %v, want no such host", got, err)
+	}
+}
+
+func TestParseNameservers(t *testing.T) {
+	cases := []struct {
+		name, conf string
+		want       []string
+		wantErr    bool
+	}{
+		{"debian", "nameserver 10.255.255.53\n", []string{"10.255.255.53:53"}, false},
+		{"search and options ignored", "search corp.example\noptions ndots:5\nnameserver 1.1.1.1\nnameserver 2606:4700:4700::1111\n", []string{"1.1.1.1:53", "[2606:4700:4700::1111]:53"}, false},
+		{"none", "search x\n", nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseNameservers(strings.NewReader(c.conf))
+			if (err != nil) != c.wantErr || !slices.Equal(got, c.want) {
+				t.Fatalf("parseNameservers(%q) = %v, %v, want %v (err %v)", c.conf, got, err, c.want, c.wantErr)
+			}
+		})
+	}
+}
+
+// TestDefaultResolverIsDNSOnly: with no Resolver given, the proxy uses the DNS-only stub over
+// /etc/resolv.conf's name servers, never Go's resolver (which reads /etc/hosts).
+func TestDefaultResolverIsDNSOnly(t *testing.T) {
+	p, err := NewProxy(Policy{Allow: []string{"pypi.org"}}, Options{})
+	if err != nil {
+		t.Fatalf("NewProxy with the default resolver: %v (this host needs a nameserver line in /etc/resolv.conf)", err)
+	}
+	r, ok := p.resolver.(*dnsResolver)
+	if !ok || len(r.servers) == 0 {
+		t.Fatalf("default resolver = %T %+v, want *dnsResolver with name servers", p.resolver, p.resolver)
+	}
+}

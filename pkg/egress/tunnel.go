@@ -1,0 +1,261 @@
+package egress
+
+import (
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// maxChunk bounds one zero-copy transfer; each transfer re-arms the idle deadline and
+// settles the run's byte budget.
+const maxChunk = 1 << 20
+
+const (
+	dirSent     = 0 // agent → upstream
+	dirReceived = 1 // upstream → agent
+)
+
+// tunnel is one open CONNECT tunnel.
+type tunnel struct {
+	p        *Proxy
+	host     string
+	addr     netip.AddrPort
+	client   net.Conn // as hijacked: closing it releases the endpoint's connection slot
+	clientIO net.Conn // the socket under client, for data (keeps the splice path)
+	upstream net.Conn
+
+	closeOnce sync.Once
+	idle      [2]atomic.Bool // the direction's last transfer window moved no byte
+	done      [2]atomic.Bool // the direction has ended (EOF, error or limit)
+	moved     [2]atomic.Int64
+	endMu     sync.Mutex
+	ended     bool
+	endCode   reasons.Code // why the tunnel was ended first; "" when not for a refusal
+	endDetail string
+}
+
+func (t *tunnel) close() {
+	t.closeOnce.Do(func() {
+		t.client.Close()
+		t.upstream.Close()
+	})
+}
+
+func (t *tunnel) end(code reasons.Code, detail string) {
+	t.endMu.Lock()
+	if !t.ended {
+		t.ended, t.endCode, t.endDetail = true, code, detail
+	}
+	t.endMu.Unlock()
+	t.close()
+}
+
+// run checks the ClientHello (H6), replays it upstream and splices until both sides are done.
+func (t *tunnel) run(early []byte) {
+	defer t.p.unregister(t)
+	defer t.close()
+	lim := t.p.limits
+	t.clientIO.SetReadDeadline(time.Now().Add(lim.HelloTimeout))
+	in := &prefixReader{prefix: early, r: t.clientIO}
+	raw, ref := checkHello(in, t.host)
+	if ref == nil {
+		// The hello and anything the agent sent behind it go upstream unchanged.
+		first := append(raw, in.prefix...)
+		if t.p.sent.take(int64(len(first)), false) == 0 {
+			ref = refuse(BytesLimit, "hello of %d bytes exceeds the sent budget", len(first))
+		} else {
+			n, err := t.upstream.Write(first)
+			t.p.sent.settle(int64(len(first)), int64(n))
+			t.moved[dirSent].Add(int64(n))
+			if err != nil {
+				t.finish("", err.Error())
+				return
+			}
+		}
+	}
+	if ref != nil && ref.code == "" {
+		t.end("", ref.detail)
+		t.finish("", ref.detail)
+		return
+	}
+	if ref != nil {
+		if desc, ok := alertFor(ref); ok {
+			t.clientIO.SetWriteDeadline(time.Now().Add(time.Second))
+			t.clientIO.Write(alertRecord(desc))
+		}
+		t.p.countRefusal(ref.code)
+		t.end(ref.code, ref.detail)
+		t.finish(ref.code, ref.detail)
+		return
+	}
+	t.clientIO.SetReadDeadline(time.Time{})
+
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); t.pump(dirSent, t.upstream, t.clientIO, t.p.sent) }()
+	go func() { defer wg.Done(); t.pump(dirReceived, t.clientIO, t.upstream, t.p.received) }()
+	wg.Wait()
+	t.endMu.Lock()
+	code, detail := t.endCode, t.endDetail
+	t.endMu.Unlock()
+	if code == BytesLimit {
+		t.p.countRefusal(code)
+	}
+	t.finish(code, detail)
+}
+
+// finish writes the tunnel's one log line.
+func (t *tunnel) finish(code reasons.Code, detail string) {
+	t.p.log.Info("egress tunnel", "host", t.host, "addr", t.addr.String(),
+		"sent", t.moved[dirSent].Load(), "received", t.moved[dirReceived].Load(),
+		"reason", string(code), "detail", detail)
+}
+
+// pump copies src to dst under the run's byte allowance b. It waits until src has bytes
+// queued, reserves exactly those, and moves them with one ReadFrom over an io.LimitedReader,
+// which keeps Go's splice path when both ends are sockets (REFERENCE). The copy never waits
+// for data while holding a reservation.
+func (t *tunnel) pump(dir int, dst, src net.Conn, b *budget) {
+	defer t.done[dir].Store(true)
+	idle := t.p.limits.IdleTimeout
+	var buf []byte // for copies that cannot splice
+	for {
+		src.SetReadDeadline(time.Now().Add(idle))
+		queued, isSock, err := waitQueued(src)
+		if !isSock {
+			if buf == nil {
+				buf = make([]byte, 32<<10)
+			}
+			queued, err = src.Read(buf)
+			if queued == 0 && errors.Is(err, io.EOF) {
+				t.halfClose(dir, dst)
+				return
+			}
+		}
+		if queued == 0 {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				if t.idleBoth(dir) {
+					t.end("", "idle")
+					return
+				}
+				continue
+			case err != nil:
+				t.end("", err.Error())
+				return
+			}
+			t.halfClose(dir, dst)
+			return
+		}
+		want := int64(min(queued, maxChunk))
+		grant := b.take(want, true)
+		if grant == 0 {
+			// The run's allowance is spent and another byte is waiting (R1: the last
+			// allowed byte passed, this one does not).
+			t.end(BytesLimit, dirName(dir)+" bytes used up")
+			return
+		}
+		dst.SetWriteDeadline(time.Now().Add(idle))
+		var n int64
+		if isSock {
+			n, err = copyChunk(dst, src, grant, &buf)
+		} else {
+			var m int
+			m, err = dst.Write(buf[:grant])
+			n = int64(m)
+		}
+		b.settle(grant, n)
+		t.moved[dir].Add(n)
+		t.idle[dir].Store(false)
+		switch {
+		case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+			t.end("", "the other side stopped reading")
+			return
+		case err != nil:
+			t.end("", err.Error())
+			return
+		case !isSock && int64(queued) > grant:
+			t.end(BytesLimit, dirName(dir)+" bytes used up")
+			return
+		}
+	}
+}
+
+func dirName(dir int) string {
+	if dir == dirSent {
+		return "sent"
+	}
+	return "received"
+}
+
+// idleBoth marks dir idle and reports whether the other direction is idle or done too.
+func (t *tunnel) idleBoth(dir int) bool {
+	t.idle[dir].Store(true)
+	return t.idle[1-dir].Load() || t.done[1-dir].Load()
+}
+
+// halfClose passes an EOF on; when the other direction has ended too, the tunnel closes.
+func (t *tunnel) halfClose(dir int, dst net.Conn) {
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	} else {
+		t.close()
+	}
+	t.done[dir].Store(true)
+	if t.done[1-dir].Load() {
+		t.close()
+	}
+}
+
+// copyChunk moves at most n bytes. It returns a nil error with fewer than n bytes at EOF.
+func copyChunk(dst, src net.Conn, n int64, buf *[]byte) (int64, error) {
+	lr := &io.LimitedReader{R: src, N: n}
+	if rf, ok := dst.(io.ReaderFrom); ok {
+		// *net.TCPConn: splice(2) from a *TCPConn or *UnixConn source, no user-space copy.
+		return rf.ReadFrom(lr)
+	}
+	if *buf == nil {
+		*buf = make([]byte, 32<<10)
+	}
+	return io.CopyBuffer(dst, lr, *buf)
+}
+
+// dataConn returns the connection under a wrapper that exposes it with a NetConn method
+// (as pkg/endpoint's connection-counting wrapper may), so the wrapper does not cost the
+// splice path. A *tls.Conn is never unwrapped: its NetConn carries ciphertext.
+func dataConn(c net.Conn) net.Conn {
+	for range 4 {
+		if _, isTLS := c.(*tls.Conn); isTLS {
+			break
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok || u.NetConn() == nil {
+			break
+		}
+		c = u.NetConn()
+	}
+	return c
+}
+
+// prefixReader reads prefix first, then r; what is left of prefix stays visible.
+type prefixReader struct {
+	prefix []byte
+	r      io.Reader
+}
+
+func (p *prefixReader) Read(b []byte) (int, error) {
+	if len(p.prefix) > 0 {
+		n := copy(b, p.prefix)
+		p.prefix = p.prefix[n:]
+		return n, nil
+	}
+	return p.r.Read(b)
+}

@@ -1,0 +1,294 @@
+package endpoint
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// SocketName is the endpoint socket's default name inside the run directory.
+const SocketName = "endpoint.sock"
+
+// maxSocketPath is sun_path's size minus the terminating NUL.
+const maxSocketPath = 107
+
+// Options are an endpoint's seams; zero values are the production defaults.
+type Options struct {
+	// SocketName names the socket in the run directory; "" is SocketName.
+	SocketName string
+	// ModelsOverride is the operator's models file merged over the built-in one ("" none).
+	ModelsOverride string
+	// RootCAs verifies the model upstream; nil is the system store.
+	RootCAs *x509.CertPool
+	// Transport replaces the model upstream transport (benchmarks); nil is the default.
+	Transport http.RoundTripper
+	// TunnelUsage, if set, adds the tunnel handler's usage to Usage().
+	TunnelUsage func() any
+	// Logger nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Usage is what one run did through its endpoint.
+type Usage struct {
+	RunID              string                 `json:"run_id"`
+	Model              modelproxy.Usage       `json:"model"`
+	Tunnel             any                    `json:"tunnel,omitempty"`
+	Connections        int64                  `json:"connections"`
+	ConnectionsRefused int64                  `json:"connections_refused"`
+	Refusals           map[reasons.Code]int64 `json:"refusals"`
+}
+
+// Endpoint is one run's endpoint server.
+type Endpoint struct {
+	policy      Policy
+	dir         string
+	createdDir  bool
+	sock        string
+	placeholder string
+	proxy       *modelproxy.Proxy
+	tunnel      http.Handler
+	ln          *limitListener
+	srv         *http.Server
+	log         *slog.Logger
+	o           Options
+	served      chan struct{}
+
+	mu       sync.Mutex // guards refusals and closed
+	refusals map[reasons.Code]int64
+	closed   bool
+}
+
+// Open starts the endpoint of run p: it makes dir (0700; an existing dir must be ours and
+// 0700), listens on dir/endpoint.sock (0600), and serves until Close. The key for p's
+// upstream must be in k. tunnel handles CONNECT; nil refuses every CONNECT.
+func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*Endpoint, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("run", p.RunID)
+	up, err := modelproxy.UpstreamFor(p.Agent, p.APIBase)
+	if err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
+	}
+	key, ok := k.Get(up.KeyProvider)
+	if !ok {
+		return nil, fmt.Errorf("open endpoint: %w", reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider))
+	}
+	cat, err := modelproxy.LoadCatalog(o.ModelsOverride)
+	if err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
+	}
+	eng, err := modelproxy.NewEngine(up, p.Model, cat)
+	if err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
+	}
+	ph, err := newPlaceholder()
+	if err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
+	}
+	proxy, err := modelproxy.New(eng, up, modelproxy.Options{
+		Placeholder: ph, Key: key, Limits: modelproxy.Limits(p.Limits.Model), RootCAs: o.RootCAs, Transport: o.Transport, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
+	}
+	name := o.SocketName
+	if name == "" {
+		name = SocketName
+	}
+	if name != filepath.Base(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("open endpoint: socket name %q must be a plain file name", name)
+	}
+	sock := filepath.Join(dir, name)
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("open endpoint: socket path %s is longer than %d bytes", sock, maxSocketPath)
+	}
+	created, err := makeRunDir(dir, name)
+	if err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
+	}
+	e := &Endpoint{policy: p, dir: dir, createdDir: created, sock: sock, placeholder: ph, proxy: proxy,
+		tunnel: tunnel, log: log, o: o, refusals: map[reasons.Code]int64{}, served: make(chan struct{})}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		e.removeDir()
+		return nil, fmt.Errorf("open endpoint: listen %s: %w", sock, err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		e.removeDir()
+		return nil, fmt.Errorf("open endpoint: chmod %s: %w", sock, err)
+	}
+	e.ln = newLimitListener(ln, p.Limits.ConnectionLimit())
+	e.srv = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// HTTP/1.1 only: the agent talks plain HTTP on its loopback.
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+	}
+	go func() {
+		defer close(e.served)
+		if err := e.srv.Serve(e.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("endpoint server stopped", "err", err)
+		}
+	}()
+	log.Info("endpoint open", "socket", sock, "agent", p.Agent, "model", eng.Model(), "upstream", up.Host)
+	return e, nil
+}
+
+// makeRunDir creates dir 0700, or accepts an existing directory only if it is ours, 0700 and
+// not a symlink: the socket's safety rests on nobody else reaching the directory.
+func makeRunDir(dir, sockName string) (bool, error) {
+	err := os.Mkdir(dir, 0o700)
+	if err == nil {
+		return true, os.Chmod(dir, 0o700)
+	}
+	if !errors.Is(err, os.ErrExist) {
+		return false, fmt.Errorf("make run dir %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return false, fmt.Errorf("stat run dir %s: %w", dir, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || st == nil || int(st.Uid) != os.Geteuid() {
+		return false, fmt.Errorf("run dir %s exists and is not a 0700 directory owned by this user", dir)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, sockName)); err == nil {
+		return false, fmt.Errorf("run dir %s already holds an endpoint socket", dir)
+	}
+	return false, nil
+}
+
+func newPlaceholder() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("placeholder: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// Placeholder is the run's token, to put in the agent's environment. It is worthless outside
+// this endpoint and dies with it.
+func (e *Endpoint) Placeholder() string { return e.placeholder }
+
+// SocketPath is the endpoint socket to bind into the sandbox.
+func (e *Endpoint) SocketPath() string { return e.sock }
+
+// Model is the pinned model id.
+func (e *Endpoint) Model() string { return e.proxy.Engine().Model() }
+
+// Usage returns what the run did so far.
+func (e *Endpoint) Usage() Usage {
+	e.mu.Lock()
+	r := make(map[reasons.Code]int64, len(e.refusals))
+	for k, v := range e.refusals {
+		r[k] = v
+	}
+	e.mu.Unlock()
+	u := Usage{RunID: e.policy.RunID, Model: e.proxy.Usage(), Connections: e.ln.total.Load(), ConnectionsRefused: e.ln.refused.Load(), Refusals: r}
+	if e.o.TunnelUsage != nil {
+		u.Tunnel = e.o.TunnelUsage()
+	}
+	return u
+}
+
+// Close ends every connection and tunnel, and removes the socket and the run directory.
+func (e *Endpoint) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	err := e.srv.Close()
+	e.ln.closeAll()
+	switch t := e.tunnel.(type) {
+	case interface{ Close() }:
+		t.Close()
+	case io.Closer:
+		t.Close()
+	}
+	<-e.served
+	if rerr := os.Remove(e.sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+		err = rerr
+	}
+	e.removeDir()
+	e.log.Info("endpoint closed", "requests", e.proxy.Usage().Requests)
+	return err
+}
+
+func (e *Endpoint) removeDir() {
+	if e.createdDir {
+		os.RemoveAll(e.dir)
+	}
+}
+
+func (e *Endpoint) refused(c reasons.Code) {
+	e.mu.Lock()
+	e.refusals[c]++
+	e.mu.Unlock()
+}
+
+// ServeHTTP routes one request.
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case r.Method == http.MethodConnect:
+		if e.tunnel == nil {
+			e.refuse(w, http.StatusForbidden, TunnelUnavailable)
+			return
+		}
+		e.tunnel.ServeHTTP(w, r)
+	case r.URL.IsAbs() || r.URL.Opaque != "":
+		// A plain-HTTP proxy request (absolute URI): nothing here forwards those.
+		e.refuse(w, http.StatusNotFound, NotFound)
+	case path == "/v1" || strings.HasPrefix(path, "/v1/"):
+		e.proxy.ServeHTTP(w, r)
+	case path == "/" && r.Method == http.MethodHead:
+		w.WriteHeader(http.StatusOK)
+	case path == "/api" || strings.HasPrefix(path, "/api/"):
+		// Claude Code's own calls (hello, event logging): answered here, never forwarded.
+		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			io.WriteString(w, "{}")
+		}
+	default:
+		e.refuse(w, http.StatusNotFound, NotFound)
+	}
+}
+
+func (e *Endpoint) refuse(w http.ResponseWriter, status int, c reasons.Code) {
+	e.refused(c)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Anet-Reason", string(c))
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "anet: %s\n", reasons.Text(c))
+}

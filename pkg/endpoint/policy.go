@@ -1,0 +1,17 @@
+// Package endpoint serves one run's endpoint: a unix socket in a 0700 run directory with one
+// HTTP/1.1 server on it. Model-API paths go to the model proxy (pkg/modelproxy), CONNECT goes
+// to the egress tunnel handler, Claude Code's own calls (HEAD /, /api/*) are answered here and
+// never forwarded, and anything else gets a 404 with an `anet:` reason (E1, R1).
+package endpoint
+
+import "anet.dev/anet/pkg/endpoint/runpolicy"
+
+// MaxConnections is R1's limit of simultaneous connections to one endpoint.
+const MaxConnections = runpolicy.MaxConnections
+
+// Policy and Limits live in pkg/endpoint/runpolicy so that anetd can use them without linking
+// this package (which links the keys reader).
+type (
+	Policy = runpolicy.Policy
+	Limits = runpolicy.Limits
+)

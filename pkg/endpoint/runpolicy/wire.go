@@ -1,0 +1,35 @@
+package runpolicy
+
+import "encoding/json"
+
+// Methods anet-egress answers over its privsep socket, beside hello/status/shutdown.
+const (
+	// MethodOpen opens a run's endpoint (OpenRequest → OpenReply).
+	MethodOpen = "endpoint.open"
+	// MethodClose closes it and returns its usage (CloseRequest → CloseReply).
+	MethodClose = "endpoint.close"
+)
+
+// OpenRequest is the body of MethodOpen.
+type OpenRequest struct {
+	Policy Policy `json:"policy"`
+}
+
+// OpenReply tells anetd where the endpoint listens and the run's placeholder token, which
+// goes into the agent's environment. The placeholder is worthless outside this endpoint and
+// dies with the run.
+type OpenReply struct {
+	Socket      string `json:"socket"`
+	Placeholder string `json:"placeholder"`
+	Model       string `json:"model"`
+}
+
+// CloseRequest is the body of MethodClose.
+type CloseRequest struct {
+	RunID string `json:"run_id"`
+}
+
+// CloseReply carries the run's usage (requests, bytes, tunnels, refusals by reason).
+type CloseReply struct {
+	Usage json.RawMessage `json:"usage"`
+}

@@ -1,0 +1,359 @@
+package modelproxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// anthropicFields is the allow-list of top-level Messages fields; anything else is refused
+// by name, so a new server-side feature cannot slip through unseen.
+var anthropicFields = map[string]bool{
+	"model": true, "messages": true, "system": true, "max_tokens": true, "metadata": true,
+	"stop_sequences": true, "stream": true, "temperature": true, "top_p": true, "top_k": true,
+	"tools": true, "tool_choice": true, "thinking": true, "context_management": true,
+	"output_config": true, "service_tier": true, "fallbacks": true,
+}
+
+// count_tokens takes no output or sampling fields.
+var anthropicCountFields = map[string]bool{
+	"model": true, "messages": true, "system": true, "tools": true, "tool_choice": true,
+	"thinking": true, "context_management": true, "output_config": true,
+}
+
+// Client-run tool types (E4): no type or "custom", or one of these names with a version date
+// (bash_20250124). Matching the whole name keeps server tools that share a prefix
+// (bash_code_execution_…) out.
+var anthropicClientToolRE = regexp.MustCompile(`^(bash|text_editor|computer|memory|computer_toolset|browser_toolset)_[0-9]{8}$`)
+
+// Tool fields that exist only with the advanced-tool-use beta, which is never forwarded.
+var advancedToolFields = []string{"defer_loading", "input_examples", "allowed_callers"}
+
+// Content blocks the client may send in messages; server-tool blocks (server_tool_use,
+// *_tool_result of web search, code execution and the like, mcp_*, container_upload) are not
+// listed and are refused, also deep in history.
+var anthropicBlocks = map[string]bool{
+	"text": true, "image": true, "document": true, "tool_use": true, "tool_result": true,
+	"thinking": true, "redacted_thinking": true, "search_result": true,
+}
+
+// Blocks allowed inside tool_result.content.
+var anthropicToolResultBlocks = map[string]bool{"text": true, "image": true, "document": true, "search_result": true}
+
+func (e *Engine) anthropicBody(api API, o object, betas map[string]bool, n *notes) *Refusal {
+	allowed := anthropicFields
+	if api == AnthropicCountTokens {
+		allowed = anthropicCountFields
+	}
+	if _, ok := o["mcp_servers"]; ok {
+		return refuse(MCPServersRefused, "mcp_servers")
+	}
+	if _, ok := o["container"]; ok {
+		return refuse(ContainerRefused, "container")
+	}
+	for _, k := range sortedKeys(o) {
+		if !allowed[k] {
+			return refuse(FieldNotAllowed, "%s", clip(k, 60))
+		}
+	}
+	if m, _ := o["model"].(string); m != e.pinned.ID {
+		n.add("model %q→%q", clip(m, 60), e.pinned.ID)
+	}
+	o["model"] = e.pinned.ID
+	if api == AnthropicMessages {
+		if r := capTokens(o, "max_tokens", "max_tokens", e.cap, true, n); r != nil {
+			return r
+		}
+		if r := e.anthropicFallbacks(o, n); r != nil {
+			return r
+		}
+	}
+	if r := e.anthropicConstraints(api, o, n); r != nil {
+		return r
+	}
+	if r := anthropicThinking(api, o, n); r != nil {
+		return r
+	}
+	if r := e.anthropicTools(o, betas, n); r != nil {
+		return r
+	}
+	if r := anthropicSystem(o); r != nil {
+		return r
+	}
+	if r := anthropicMessages(o); r != nil {
+		return r
+	}
+	if _, ok := o["context_management"]; ok && !betas[betaContextManagement] {
+		delete(o, "context_management")
+		n.add("context_management dropped with its beta")
+	}
+	if oc, ok := o["output_config"].(object); ok {
+		if _, ok := oc["effort"]; ok && !betas[betaEffort] {
+			delete(oc, "effort")
+			n.add("output_config.effort dropped with its beta")
+		}
+		if len(oc) == 0 {
+			delete(o, "output_config")
+		}
+	}
+	return nil
+}
+
+// anthropicFallbacks pins and caps each fallbacks[] entry, a second model field.
+func (e *Engine) anthropicFallbacks(o object, n *notes) *Refusal {
+	v, ok := o["fallbacks"]
+	if !ok {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return refuse(FieldInvalid, "fallbacks must be an array")
+	}
+	for i, f := range list {
+		fo, ok := f.(object)
+		if !ok {
+			return refuse(FieldInvalid, "fallbacks[%d] must be an object", i)
+		}
+		if m, _ := fo["model"].(string); m != e.pinned.ID {
+			n.add("fallbacks[%d].model %q→%q", i, clip(m, 60), e.pinned.ID)
+		}
+		fo["model"] = e.pinned.ID
+		if r := capTokens(fo, "max_tokens", fmt.Sprintf("fallbacks[%d].max_tokens", i), e.cap, true, n); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// anthropicConstraints normalises what the pinned model refuses, or refuses the request.
+func (e *Engine) anthropicConstraints(api API, o object, n *notes) *Refusal {
+	c := e.pinned.Model.Constraints
+	if c.Sampling != nil && !*c.Sampling {
+		for _, k := range []string{"temperature", "top_p", "top_k"} {
+			if _, ok := o[k]; ok {
+				delete(o, k)
+				n.add("%s dropped: %s takes only the default", k, e.pinned.ID)
+			}
+		}
+	}
+	if len(c.ThinkingTypes) > 0 {
+		if th, ok := o["thinking"].(object); ok {
+			t, _ := th["type"].(string)
+			if !contains(c.ThinkingTypes, t) {
+				if contains(c.ThinkingTypes, "adaptive") {
+					o["thinking"] = object{"type": "adaptive"}
+					n.add("thinking.type %q→adaptive for %s", clip(t, 30), e.pinned.ID)
+				} else {
+					delete(o, "thinking")
+					n.add("thinking dropped: %s refuses type %q", e.pinned.ID, clip(t, 30))
+				}
+			}
+		}
+	}
+	if c.AssistantPrefill != nil && !*c.AssistantPrefill && api == AnthropicMessages {
+		if msgs, ok := o["messages"].([]any); ok && len(msgs) > 0 {
+			if last, ok := msgs[len(msgs)-1].(object); ok && last["role"] == "assistant" {
+				return refuse(PrefillRefused, "messages[%d].role assistant, model %s", len(msgs)-1, e.pinned.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// anthropicThinking keeps a thinking budget valid after max_tokens was capped: at least 1024
+// and below max_tokens, else thinking is dropped (E3).
+func anthropicThinking(api API, o object, n *notes) *Refusal {
+	v, ok := o["thinking"]
+	if !ok {
+		return nil
+	}
+	th, ok := v.(object)
+	if !ok {
+		return refuse(FieldInvalid, "thinking must be an object")
+	}
+	if th["type"] != "enabled" {
+		return nil
+	}
+	b, ok := intField(th["budget_tokens"])
+	if !ok {
+		return refuse(FieldInvalid, "thinking.budget_tokens must be an integer")
+	}
+	const minBudget = 1024
+	if api != AnthropicMessages {
+		if b < minBudget {
+			th["budget_tokens"] = json.Number(fmt.Sprint(minBudget))
+			n.add("thinking.budget_tokens raised %d→%d", b, minBudget)
+		}
+		return nil
+	}
+	mt, _ := intField(o["max_tokens"])
+	nb := b
+	if nb >= mt {
+		nb = mt - 1
+	}
+	if nb < minBudget {
+		nb = minBudget
+	}
+	if nb >= mt {
+		delete(o, "thinking")
+		n.add("thinking dropped: max_tokens %d leaves no valid budget", mt)
+		return nil
+	}
+	if nb != b {
+		th["budget_tokens"] = json.Number(fmt.Sprint(nb))
+		n.add("thinking.budget_tokens %d→%d", b, nb)
+	}
+	return nil
+}
+
+func (e *Engine) anthropicTools(o object, betas map[string]bool, n *notes) *Refusal {
+	v, ok := o["tools"]
+	if !ok {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return refuse(FieldInvalid, "tools must be an array")
+	}
+	for i, t := range list {
+		to, ok := t.(object)
+		if !ok {
+			return refuse(FieldInvalid, "tools[%d] must be an object", i)
+		}
+		typ, _ := to["type"].(string)
+		if _, has := to["type"]; has && typ == "" {
+			return refuse(FieldInvalid, "tools[%d].type must be a string", i)
+		}
+		if !anthropicClientTool(typ) {
+			return refuse(ServerToolRefused, "tools[%d].type %q", i, clip(typ, 60))
+		}
+		// A tool naming its own model (e.g. an advisor) is pinned and capped like the request.
+		if _, ok := to["model"]; ok {
+			to["model"] = e.pinned.ID
+			if r := capTokens(to, "max_tokens", fmt.Sprintf("tools[%d].max_tokens", i), e.cap, false, n); r != nil {
+				return r
+			}
+		}
+		if !betas[betaAdvancedToolUse] {
+			for _, f := range advancedToolFields {
+				if _, ok := to[f]; ok {
+					delete(to, f)
+					n.add("tools[%d].%s dropped with its beta", i, f)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func anthropicClientTool(typ string) bool {
+	if typ == "" || typ == "custom" {
+		return true
+	}
+	return anthropicClientToolRE.MatchString(typ)
+}
+
+func anthropicSystem(o object) *Refusal {
+	switch s := o["system"].(type) {
+	case nil, string:
+		return nil
+	case []any:
+		for i, b := range s {
+			bo, ok := b.(object)
+			if !ok || bo["type"] != "text" {
+				return refuse(BlockRefused, "system[%d] must be a text block", i)
+			}
+		}
+		return nil
+	}
+	return refuse(FieldInvalid, "system must be a string or an array of text blocks")
+}
+
+func anthropicMessages(o object) *Refusal {
+	v, ok := o["messages"]
+	if !ok {
+		return nil
+	}
+	msgs, ok := v.([]any)
+	if !ok {
+		return refuse(FieldInvalid, "messages must be an array")
+	}
+	for i, m := range msgs {
+		mo, ok := m.(object)
+		if !ok {
+			return refuse(FieldInvalid, "messages[%d] must be an object", i)
+		}
+		if r := anthropicContent(mo["content"], fmt.Sprintf("messages[%d].content", i), anthropicBlocks); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// anthropicContent checks a content value (string or block array) recursively: block types by
+// allow-list, media sources inline only (E4, E5).
+func anthropicContent(v any, path string, allowed map[string]bool) *Refusal {
+	switch c := v.(type) {
+	case nil, string:
+		return nil
+	case []any:
+		for j, b := range c {
+			bp := fmt.Sprintf("%s[%d]", path, j)
+			bo, ok := b.(object)
+			if !ok {
+				return refuse(FieldInvalid, "%s must be an object", bp)
+			}
+			typ, _ := bo["type"].(string)
+			if !allowed[typ] {
+				return refuse(BlockRefused, "%s.type %q", bp, clip(typ, 60))
+			}
+			if r := anthropicBlock(typ, bo, bp); r != nil {
+				return r
+			}
+		}
+		return nil
+	}
+	return refuse(FieldInvalid, "%s must be a string or an array", path)
+}
+
+func anthropicBlock(typ string, b object, path string) *Refusal {
+	switch typ {
+	case "image", "document":
+		src, ok := b["source"].(object)
+		if !ok {
+			return refuse(FieldInvalid, "%s.source must be an object", path)
+		}
+		st, _ := src["type"].(string)
+		switch {
+		case st == "base64", typ == "document" && st == "text":
+			return nil
+		case typ == "document" && st == "content":
+			return anthropicContent(src["content"], path+".source.content", anthropicToolResultBlocks)
+		}
+		return refuse(MediaRefused, "%s.source.type %q", path, clip(st, 30))
+	case "tool_result":
+		return anthropicContent(b["content"], path+".content", anthropicToolResultBlocks)
+	case "search_result":
+		return anthropicContent(b["content"], path+".content", map[string]bool{"text": true})
+	}
+	return nil
+}
+
+func sortedKeys(o object) []string {
+	ks := make([]string, 0, len(o))
+	for k := range o {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,208 @@
+package modelproxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// API identifies one allowed model-API endpoint.
+type API string
+
+const (
+	AnthropicMessages    API = "anthropic.messages"
+	AnthropicCountTokens API = "anthropic.count_tokens"
+	AnthropicModels      API = "anthropic.models"
+	OpenAIResponses      API = "openai.responses"
+	OpenAICompact        API = "openai.responses.compact"
+	OpenAIChat           API = "openai.chat.completions"
+	OpenAIModels         API = "openai.models"
+)
+
+// Family returns the wire shape of a.
+func (a API) Family() Family {
+	switch a {
+	case AnthropicMessages, AnthropicCountTokens, AnthropicModels:
+		return FamilyAnthropic
+	}
+	return FamilyOpenAI
+}
+
+// Local reports whether a is answered by the node without calling the upstream.
+func (a API) Local() bool { return a == AnthropicModels || a == OpenAIModels }
+
+// Refusal is a rule violation: the request is answered by the node and never forwarded.
+type Refusal struct {
+	Code   reasons.Code
+	Status int
+	// Detail names the offending field or value; it never holds a secret.
+	Detail string
+}
+
+// Message is the sentence the agent reads (E9).
+func (r *Refusal) Message() string {
+	if r.Detail == "" {
+		return "anet: " + reasons.Text(r.Code)
+	}
+	return "anet: " + reasons.Text(r.Code) + " (" + r.Detail + ")"
+}
+
+func (r *Refusal) Error() string { return string(r.Code) + ": " + r.Message() }
+
+func refuse(code reasons.Code, format string, args ...any) *Refusal {
+	d := fmt.Sprintf(format, args...)
+	if len(d) > 160 {
+		d = d[:160] + "…"
+	}
+	return &Refusal{Code: code, Status: http.StatusBadRequest, Detail: d}
+}
+
+// Decision is the outcome of the rule engine for one request: either a Refusal, or the
+// rewritten body and the headers to send upstream (without the key, which the HTTP layer
+// adds last).
+type Decision struct {
+	API     API
+	Refusal *Refusal
+	Header  http.Header
+	Body    []byte
+	// Notes lists the normalisations applied, for the per-request log line.
+	Notes []string
+}
+
+// ErrorBody renders r in the upstream API's error shape.
+func ErrorBody(f Family, r *Refusal) []byte {
+	var v any
+	if f == FamilyAnthropic {
+		v = map[string]any{"type": "error", "error": map[string]any{"type": anthropicErrorType(r.Status), "message": r.Message()}}
+	} else {
+		v = map[string]any{"error": map[string]any{"message": r.Message(), "type": "invalid_request_error", "code": string(r.Code), "param": nil}}
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func anthropicErrorType(status int) string {
+	switch status {
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusBadGateway:
+		return "api_error"
+	}
+	return "invalid_request_error"
+}
+
+// object is a decoded JSON object; numbers stay json.Number so that re-encoding keeps them.
+type object = map[string]any
+
+// decodeObject parses body as exactly one JSON object (E8).
+func decodeObject(body []byte) (object, *Refusal) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, refuse(BodyNotJSON, "%s", jsonErr(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, refuse(BodyNotJSON, "data after the JSON value")
+	}
+	o, ok := v.(object)
+	if !ok {
+		return nil, refuse(BodyNotObject, "got %s", jsonKind(v))
+	}
+	return o, nil
+}
+
+func jsonErr(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "empty or truncated body"
+	}
+	return "invalid JSON"
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	}
+	return "an object"
+}
+
+func encodeObject(o object) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(o); err != nil {
+		return nil, fmt.Errorf("encode body: %w", err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// intField reads an integer field; ok is false for a non-integer value.
+func intField(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+// notes collects normalisations.
+type notes []string
+
+func (n *notes) add(format string, args ...any) { *n = append(*n, fmt.Sprintf(format, args...)) }
+
+// capTokens caps field key of o at max and sets it when missing (E3). A non-integer or
+// non-positive value is refused: the upstream would refuse it too, and a cap cannot apply.
+func capTokens(o object, key, path string, max int64, setMissing bool, n *notes) *Refusal {
+	v, present := o[key]
+	if !present || v == nil {
+		if setMissing {
+			o[key] = json.Number(fmt.Sprint(max))
+			n.add("%s set to %d", path, max)
+		}
+		return nil
+	}
+	i, ok := intField(v)
+	if !ok || i < 1 {
+		return refuse(FieldInvalid, "%s must be a positive integer", path)
+	}
+	if i > max {
+		o[key] = json.Number(fmt.Sprint(max))
+		n.add("%s capped %d→%d", path, i, max)
+	}
+	return nil
+}
+
+func isTruthy(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	}
+	return true
+}

@@ -1,0 +1,164 @@
+package modelproxy
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// MaxOutputTokens is the cap of every output-token field (E3).
+const MaxOutputTokens = 8192
+
+// Engine is the pure rule engine of one run: request bytes and headers in, a Decision out.
+// It holds no key and does no I/O, so it is table-tested apart from the HTTP layer.
+type Engine struct {
+	up     Upstream
+	pinned Pinned
+	cap    int64
+}
+
+// NewEngine builds the engine for up, pinning every request to configured (an id or alias,
+// or empty for the provider's cheapest model, E2).
+func NewEngine(up Upstream, configured string, cat *Catalog) (*Engine, error) {
+	p, err := cat.Resolve(up.CatalogProvider, configured)
+	if err != nil {
+		return nil, fmt.Errorf("model engine for %s: %w", up.Agent, err)
+	}
+	c := int64(MaxOutputTokens)
+	if p.Known && p.Model.MaxOutputTokens > 0 && int64(p.Model.MaxOutputTokens) < c {
+		c = int64(p.Model.MaxOutputTokens)
+	}
+	return &Engine{up: up, pinned: p, cap: c}, nil
+}
+
+// Model returns the pinned model id.
+func (e *Engine) Model() string { return e.pinned.ID }
+
+// FamilyFor guesses the wire shape of a request for its error answer, before it is routed.
+func (e *Engine) FamilyFor(path string, h http.Header) Family {
+	if len(e.up.Families) == 1 {
+		return e.up.Families[0]
+	}
+	if strings.HasPrefix(path, "/v1/messages") || h.Get("anthropic-version") != "" {
+		return FamilyAnthropic
+	}
+	return FamilyOpenAI
+}
+
+// Route maps method and path to an allowed API: an allow-list of method+path, never of
+// host (seed 2's lesson: a host allow-list let a file-upload API out). A path with escapes,
+// dot segments or doubled slashes never matches.
+func (e *Engine) Route(method, path string, h http.Header) (API, *Refusal) {
+	notAllowed := &Refusal{Code: EndpointNotAllowed, Status: http.StatusNotFound, Detail: method + " " + clip(path, 80)}
+	if h.Get("Upgrade") != "" {
+		// Codex falls back to HTTP after a 404 to its WebSocket attempt.
+		notAllowed.Detail += " (upgrade)"
+		return "", notAllowed
+	}
+	var api API
+	switch method + " " + path {
+	case "POST /v1/messages":
+		api = AnthropicMessages
+	case "POST /v1/messages/count_tokens":
+		api = AnthropicCountTokens
+	case "POST /v1/responses":
+		api = OpenAIResponses
+	case "POST /v1/responses/compact":
+		api = OpenAICompact
+	case "POST /v1/chat/completions":
+		api = OpenAIChat
+	case "GET /v1/models":
+		api = OpenAIModels
+		if e.FamilyFor(path, h) == FamilyAnthropic {
+			api = AnthropicModels
+		}
+	default:
+		return "", notAllowed
+	}
+	if !e.up.Serves(api.Family()) {
+		return "", notAllowed
+	}
+	return api, nil
+}
+
+// UpstreamPath is the path sent upstream for api and the query kept (only Claude Code's
+// beta=true on messages; any other query is dropped).
+func (e *Engine) UpstreamPath(api API, rawQuery string) (string, string) {
+	var p string
+	switch api {
+	case AnthropicMessages:
+		p = "/messages"
+	case AnthropicCountTokens:
+		p = "/messages/count_tokens"
+	case OpenAIResponses:
+		p = "/responses"
+	case OpenAICompact:
+		p = "/responses/compact"
+	case OpenAIChat:
+		p = "/chat/completions"
+	}
+	q := ""
+	if api.Family() == FamilyAnthropic && rawQuery == "beta=true" {
+		q = rawQuery
+	}
+	return e.up.BasePath + p, q
+}
+
+// Apply runs every body and header rule of api over a request (E2–E8).
+func (e *Engine) Apply(api API, h http.Header, body []byte) Decision {
+	d := Decision{API: api}
+	if r := checkEncoding(h); r != nil {
+		d.Refusal = r
+		return d
+	}
+	o, r := decodeObject(body)
+	if r != nil {
+		d.Refusal = r
+		return d
+	}
+	var n notes
+	var hdr http.Header
+	switch api.Family() {
+	case FamilyAnthropic:
+		var betas map[string]bool
+		hdr, betas, r = e.anthropicHeaders(h, &n)
+		if r == nil {
+			r = e.anthropicBody(api, o, betas, &n)
+		}
+	default:
+		hdr, r = e.openAIHeaders(h)
+		if r == nil {
+			r = e.openAIBody(api, o, &n)
+		}
+	}
+	if r != nil {
+		d.Refusal = r
+		return d
+	}
+	out, err := encodeObject(o)
+	if err != nil {
+		d.Refusal = refuse(FieldInvalid, "body cannot be re-encoded")
+		return d
+	}
+	d.Header, d.Body, d.Notes = hdr, out, n
+	return d
+}
+
+// ModelsList answers GET /v1/models locally with the pinned model only: the agent needs no
+// other, and the upstream is not called.
+func (e *Engine) ModelsList(api API) []byte {
+	id := e.pinned.ID
+	if api == AnthropicModels {
+		return fmt.Appendf(nil, `{"data":[{"type":"model","id":%q,"display_name":%q,"created_at":"2026-01-01T00:00:00Z"}],"has_more":false,"first_id":%q,"last_id":%q}`, id, id, id, id)
+	}
+	// "models" is empty on purpose: Codex reads that key (its own catalog shape) and falls
+	// back to its built-in model info; OpenAI SDKs read "data".
+	return fmt.Appendf(nil, `{"object":"list","data":[{"id":%q,"object":"model","created":0,"owned_by":"anet"}],"models":[]}`, id)
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,125 @@
+//go:build anettest
+
+package modelproxy
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+)
+
+// lockedBuffer collects log output from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type harness struct {
+	t     testing.TB
+	key   string
+	ph    string
+	proxy *Proxy
+	front *httptest.Server
+	up    *modelproxytest.Upstream
+	logs  *lockedBuffer
+	// upRoots trusts the fake upstream's certificate.
+	upRoots *x509.CertPool
+}
+
+func randHex(t testing.TB, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// newHarness starts a fake upstream for agent's provider host, redirects the proxy's dialer to
+// it (anettest hook, after every rule ran), and serves the proxy on a loopback HTTP server.
+func newHarness(t testing.TB, agent, model string, lim Limits) *harness {
+	t.Helper()
+	h := &harness{t: t, key: "sk-operator-" + randHex(t, 16), ph: randHex(t, 32), logs: &lockedBuffer{}}
+	e := mustEngine(t, agent, "", model)
+	up, _ := UpstreamFor(agent, "")
+	ca, err := modelproxytest.NewCA(up.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.upRoots = ca.Pool
+	h.up = modelproxytest.NewUpstream(ca, h.key, h.ph, e.Model())
+	t.Cleanup(func() {
+		h.up.Close()
+		for _, p := range h.up.Problems() {
+			t.Errorf("fake upstream: %s", p)
+		}
+	})
+	egress.AnetTestRedirect(up.Addr(), h.up.Addr())
+	t.Cleanup(func() { egress.AnetTestRedirect(up.Addr(), "") })
+	p, err := New(e, up, Options{
+		Placeholder: h.ph, Key: keys.NewSecret(h.key), Limits: lim, RootCAs: ca.Pool,
+		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	h.proxy = p
+	h.front = httptest.NewServer(p)
+	t.Cleanup(h.front.Close)
+	return h
+}
+
+// do sends one request as the agent: with the placeholder and a set of agent credentials that
+// must never reach the upstream.
+func (h *harness) do(method, path string, hdrs http.Header, body string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.front.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+h.ph)
+	req.Header.Set("Cookie", "session="+modelproxytest.AgentCred)
+	req.Header.Set("Anthropic-Workspace-Id", modelproxytest.AgentCred)
+	req.Header.Set("OpenAI-Organization", modelproxytest.AgentCred)
+	req.Header.Set("Proxy-Authorization", "Basic "+modelproxytest.AgentCred)
+	req.Header.Set("X-Forwarded-For", modelproxytest.AgentCred)
+	for k, vs := range hdrs {
+		req.Header.Del(k)
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("read %s %s: %v", method, path, err)
+	}
+	return resp, b
+}

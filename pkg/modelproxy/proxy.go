@@ -1,0 +1,275 @@
+// Package modelproxy is the model-API half of a run's endpoint: a reverse proxy that injects
+// the operator's key and applies the model rules (E2–E8) and the model-traffic limits (R1) to
+// every request an agent sends.
+//
+// The rule engine (Engine) is pure: request bytes and headers in, a Decision out. The HTTP
+// layer (Proxy) authenticates the run's placeholder token, enforces limits, runs the engine,
+// and hands the rewritten request to an httputil.ReverseProxy whose Rewrite only copies the
+// decision and adds the key last — Rewrite cannot fail, so every refusal happens before it.
+package modelproxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Options configure a Proxy. Zero values are safe defaults.
+type Options struct {
+	// Placeholder is the run's token the agent must send; required.
+	Placeholder string
+	// Key is the operator's key for the upstream; required. Only Rewrite reveals it.
+	Key keys.Secret
+	// Limits default to DefaultLimits for each zero field.
+	Limits Limits
+	// RootCAs verifies the upstream; nil means the system store (SSL_CERT_FILE works).
+	RootCAs *x509.CertPool
+	// Transport overrides NewTransport(RootCAs); nil means that transport.
+	Transport http.RoundTripper
+	// Logger receives one line per request; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Proxy is one run's model proxy; an http.Handler for the /v1/ paths of the endpoint.
+type Proxy struct {
+	eng    *Engine
+	up     Upstream
+	ph     []byte
+	key    keys.Secret
+	limits Limits
+	log    *slog.Logger
+	rp     *httputil.ReverseProxy
+	c      counters
+}
+
+type stateKey struct{}
+
+// reqState carries the engine's decision from the wrapping handler into Rewrite.
+type reqState struct {
+	d     Decision
+	path  string
+	query string
+}
+
+// New builds the proxy for one run.
+func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
+	if len(o.Placeholder) < 32 {
+		return nil, errors.New("model proxy: placeholder must be at least 32 characters")
+	}
+	if o.Key.Empty() {
+		return nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
+	}
+	if err := o.Limits.check(); err != nil {
+		return nil, fmt.Errorf("model proxy: %w", err)
+	}
+	p := &Proxy{eng: e, up: up, ph: []byte(o.Placeholder), key: o.Key, limits: o.Limits.withDefaults(), log: o.Logger}
+	if p.log == nil {
+		p.log = slog.Default()
+	}
+	tr := o.Transport
+	if tr == nil {
+		tr = NewTransport(o.RootCAs)
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      tr,
+		FlushInterval:  -1,
+		ModifyResponse: stripResponseHeaders,
+		ErrorHandler:   p.upstreamError,
+		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+	}
+	return p, nil
+}
+
+// Usage returns the run's model traffic so far.
+func (p *Proxy) Usage() Usage { return p.c.snapshot() }
+
+// Limits returns the limits in force.
+func (p *Proxy) Limits() Limits { return p.limits }
+
+// Engine returns the rule engine.
+func (p *Proxy) Engine() *Engine { return p.eng }
+
+// ServeHTTP answers one agent request: refused with a reason, answered locally, or forwarded,
+// and logged in one line either way.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	cw := &countingWriter{ResponseWriter: w, total: &p.c.toAgent}
+	path := r.URL.EscapedPath()
+	fam := p.eng.FamilyFor(path, r.Header)
+	api, ref, notes, in := p.serve(cw, r, path)
+	status := cw.status
+	if ref != nil {
+		p.c.refused(ref.Code)
+		writeRefusal(cw, fam, ref)
+		status = ref.Status
+	}
+	attrs := []any{"method", r.Method, "path", clip(path, 80), "api", string(api), "status", status,
+		"bytes_in", in, "bytes_out", cw.n, "duration_ms", time.Since(start).Milliseconds()}
+	if ref != nil {
+		attrs = append(attrs, "reason", string(ref.Code), "detail", ref.Detail)
+	}
+	if len(notes) > 0 {
+		attrs = append(attrs, "notes", strings.Join(notes, "; "))
+	}
+	p.log.Info("model request", attrs...)
+}
+
+// serve runs auth, routing, limits and rules; it forwards or returns the refusal to write.
+func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Refusal, []string, int64) {
+	if !p.authorized(r.Header) {
+		return "", &Refusal{Code: PlaceholderMissing, Status: http.StatusUnauthorized}, nil, 0
+	}
+	api, ref := p.eng.Route(r.Method, path, r.Header)
+	if ref != nil {
+		return api, ref, nil, 0
+	}
+	if api.Local() {
+		p.c.local.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write(p.eng.ModelsList(api))
+		return api, nil, nil, 0
+	}
+	if !p.c.takeRequest(p.limits.Requests) {
+		return api, refuse(RequestLimit, "limit %d", p.limits.Requests), nil, 0
+	}
+	if r.ContentLength > p.limits.BodyBytes {
+		return api, tooLarge(p.limits.BodyBytes), nil, 0
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, p.limits.BodyBytes+1))
+	n := int64(len(body))
+	if err != nil {
+		return api, refuse(BodyNotJSON, "body could not be read"), nil, n
+	}
+	if n > p.limits.BodyBytes {
+		return api, tooLarge(p.limits.BodyBytes), nil, n
+	}
+	if !p.c.takeBytes(n, p.limits.TotalBytes) {
+		return api, refuse(RequestDataLimit, "limit %d bytes", p.limits.TotalBytes), nil, n
+	}
+	d := p.eng.Apply(api, r.Header, body)
+	if d.Refusal != nil {
+		return api, d.Refusal, d.Notes, n
+	}
+	upPath, q := p.eng.UpstreamPath(api, r.URL.RawQuery)
+	st := &reqState{d: d, path: upPath, query: q}
+	p.c.forwarded.Add(1)
+	p.c.upstream.Add(int64(len(d.Body)))
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	return api, nil, d.Notes, n
+}
+
+func tooLarge(max int64) *Refusal {
+	return &Refusal{Code: BodyTooLarge, Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("limit %d bytes", max)}
+}
+
+// authorized compares the placeholder in x-api-key or Authorization: Bearer in constant time.
+func (p *Proxy) authorized(h http.Header) bool {
+	ok := false
+	for _, v := range h.Values("X-Api-Key") {
+		ok = subtle.ConstantTimeCompare([]byte(strings.TrimSpace(v)), p.ph) == 1 || ok
+	}
+	for _, v := range h.Values("Authorization") {
+		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+			ok = subtle.ConstantTimeCompare([]byte(strings.TrimSpace(v[7:])), p.ph) == 1 || ok
+		}
+	}
+	return ok
+}
+
+// rewrite copies the decision onto the outbound request and adds the key last, after every
+// inbound credential is gone (the header set is built from nothing by the engine).
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	st := pr.In.Context().Value(stateKey{}).(*reqState)
+	pr.Out.URL = &url.URL{Scheme: p.up.Scheme, Host: p.up.Host, Path: st.path, RawQuery: st.query}
+	pr.Out.Host = p.up.Host
+	pr.Out.Header = st.d.Header.Clone()
+	if st.d.API.Family() == FamilyAnthropic {
+		pr.Out.Header.Set("X-Api-Key", p.key.Reveal())
+	} else {
+		pr.Out.Header.Set("Authorization", "Bearer "+p.key.Reveal())
+	}
+	body := st.d.Body
+	pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+	pr.Out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	// The transport writes Content-Length from this field (E8: recomputed after rewriting).
+	pr.Out.ContentLength = int64(len(body))
+	pr.Out.TransferEncoding = nil
+	pr.Out.Trailer = nil
+}
+
+// Response headers that name the operator's account are not the agent's business.
+var strippedResponseHeaders = []string{"Set-Cookie", "Anthropic-Organization-Id", "Openai-Organization", "Openai-Project", "Alt-Svc"}
+
+func stripResponseHeaders(resp *http.Response) error {
+	for _, h := range strippedResponseHeaders {
+		resp.Header.Del(h)
+	}
+	return nil
+}
+
+// upstreamError answers a failed upstream call in the API's shape. The transport's error can
+// name the upstream host but never holds the key (it is only in a header).
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return
+	}
+	st := r.Context().Value(stateKey{}).(*reqState)
+	p.log.Warn("model upstream failed", "host", p.up.Host, "err", err.Error())
+	writeRefusal(w, st.d.API.Family(), &Refusal{Code: UpstreamFailed, Status: http.StatusBadGateway})
+}
+
+func writeRefusal(w http.ResponseWriter, f Family, r *Refusal) {
+	b := ErrorBody(f, r)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("X-Anet-Reason", string(r.Code))
+	w.WriteHeader(r.Status)
+	w.Write(b)
+}
+
+// countingWriter counts response bytes (into the run's total as they are written, so that
+// Usage is current once the agent has the bytes) and keeps flushing reachable for SSE.
+type countingWriter struct {
+	http.ResponseWriter
+	total  *atomic.Int64
+	n      int64
+	status int
+}
+
+func (c *countingWriter) WriteHeader(s int) {
+	if c.status == 0 {
+		c.status = s
+	}
+	c.ResponseWriter.WriteHeader(s)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(b)
+	c.n += int64(n)
+	c.total.Add(int64(n))
+	return n, err
+}
+
+func (c *countingWriter) Flush() { http.NewResponseController(c.ResponseWriter).Flush() }
+
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
