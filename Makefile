@@ -54,3 +54,12 @@ package: build
 	@mkdir -p $(DIST)
 	PKGVERSION='$(PKGVERSION)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/anet_$(PKGVERSION)_amd64.deb
 	PKGVERSION='$(PKGVERSION)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target $(DIST)/anet_$(PKGVERSION)_amd64.rpm
+
+# C5: auto-reply can be removed from the build. CI builds and tests that build too (the
+# integration tests also start a noautoreply anetd: TestNoAutoReplyBuild).
+.PHONY: noautoreply
+noautoreply:
+	$(GO) build -tags noautoreply ./...
+	$(GO) vet -tags noautoreply ./cmd/... ./pkg/node/...
+	$(GO) test $(TESTFLAGS) -tags noautoreply,$(TESTTAGS) ./cmd/... ./pkg/node/... ./pkg/autoreply/...
+test: noautoreply

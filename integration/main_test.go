@@ -9,5 +9,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testharness.Main(m, testharness.Options{Builds: testharness.Binaries, Cgroup: true})
+	builds := append([]testharness.Build{}, testharness.Binaries...)
+	// The real-client tests point api.anthropic.com / api.openai.com at a loopback fake; only a
+	// test build (-tags anettest) of anet-egress has that redirect hook.
+	builds = append(builds, testharness.Build{Name: "anet-egress-test", Pkg: "./cmd/anet-egress", Tags: []string{"anettest"}})
+	builds = append(builds, autoreplyBuilds...) // auto-reply tests: autoreply_helpers_test.go
+	testharness.Main(m, testharness.Options{Builds: builds, Cgroup: true})
 }

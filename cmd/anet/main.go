@@ -48,5 +48,6 @@ func commands() []*cli.Command {
 		inboxCommand(),
 		showCommand(),
 		replyCommand(),
+		autoReplyCommand(),
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -42,8 +43,9 @@ func printStatus(st control.Status) {
 	}
 	fmt.Fprintf(w, "keys for:\t%s\n", keyed)
 	b := st.Budget
-	fmt.Fprintf(w, "budget:\t%d of %d untrusted runs used today (%d per peer), %d left; day ends %s\n",
-		b.RunsToday, b.RunsPerDay, b.RunsPerPeerPerDay, b.Left, b.DayEnds.Local().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "budget:\t%d of %d untrusted runs used today (%d per peer), %d in flight, %d left; day ends %s\n",
+		b.RunsToday, b.RunsPerDay, b.RunsPerPeerPerDay, b.InFlight, b.Left, b.DayEnds.Local().Format("2006-01-02 15:04 MST"))
+	printAutoReplyStatus(w, st.AutoReply, b)
 	w.Flush()
 	fmt.Println("helpers:")
 	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -66,5 +68,29 @@ func printStatus(st control.Status) {
 			line += " (" + wn.Detail + ")"
 		}
 		fmt.Println(line)
+	}
+}
+
+func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Budget) {
+	if !ar.Compiled {
+		fmt.Fprintf(w, "auto-reply:\tnot in this build\n")
+		return
+	}
+	fmt.Fprintf(w, "auto-reply:\tbackend %s, agent %s; trusted %s, untrusted %s\n", ar.Backend, ar.Agent, ar.Trusted, ar.Untrusted)
+	fmt.Fprintf(w, "runs:\t%d active, %d runs today, %d left, next day boundary %s\n", ar.RunsActive, b.RunsToday, b.Left, b.DayEnds.Local().Format("2006-01-02 15:04 MST"))
+	for _, r := range ar.Active {
+		fmt.Fprintf(w, "  run %s\t%s %s (%s) since %s\n", r.Run, r.Peer, r.Interaction, r.Route, r.Started.Local().Format("15:04:05"))
+	}
+	sb := ar.Sandbox
+	switch {
+	case !sb.Probed:
+		fmt.Fprintf(w, "sandbox:\tnot probed yet\n")
+	case sb.OK:
+		fmt.Fprintf(w, "sandbox:\tavailable, limits %s\n", sb.Limits)
+	default:
+		fmt.Fprintf(w, "sandbox:\tunavailable: %s (%s)\n", sb.Code, sb.Detail)
+	}
+	for _, r := range ar.Reasons {
+		fmt.Fprintf(w, "reason:\t%s x%d: %s\n", r.Code, r.Count, r.Text)
 	}
 }

@@ -9,14 +9,18 @@ auto_reply.egress_allow auto_reply.sandbox.runs_per_day
 auto_reply.sandbox.runs_per_peer_per_day auto_reply.sandbox.memory_max
 auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max"
 
+_anet_autoreply_keys="backend agent trusted untrusted model api_base api_timeout_seconds
+work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day
+sandbox.memory_max sandbox.tasks_max sandbox.disk_max"
+
 # _anet_config_values prints the allowed values of an enumerated key.
 _anet_config_values() {
     case $1 in
     log_level) echo "debug info warn error" ;;
-    auto_reply.backend) echo "exec openai" ;;
-    auto_reply.agent) echo "claude codex opencode hermes openclaw cursor" ;;
-    auto_reply.trusted) echo "direct sandbox off" ;;
-    auto_reply.untrusted) echo "sandbox off" ;;
+    auto_reply.backend | backend) echo "exec openai" ;;
+    auto_reply.agent | agent) echo "claude codex opencode hermes openclaw cursor" ;;
+    auto_reply.trusted | trusted) echo "direct sandbox off" ;;
+    auto_reply.untrusted | untrusted) echo "sandbox off" ;;
     esac
 }
 
@@ -41,7 +45,7 @@ _anet() {
         esac
         if [[ -z $cmd ]]; then
             cmd=${words[i]}
-        elif [[ -z $sub && $cmd =~ ^(evidence|config|peer|trust)$ ]]; then
+        elif [[ -z $sub && $cmd =~ ^(evidence|config|peer|trust|autoreply)$ ]]; then
             sub=${words[i]}
         else
             args+=("${words[i]}")
@@ -61,7 +65,7 @@ _anet() {
         COMPREPLY=($(compgen -W "new answered refused" -- "$cur"))
         return
         ;;
-    --since | --kind | --peer | --limit | --to)
+    --since | --kind | --peer | --limit | --to | --egress-allow)
         return
         ;;
     esac
@@ -69,7 +73,7 @@ _anet() {
     local opts=""
     case $cmd in
     "")
-        opts="status doctor evidence config peer trust send inbox show reply --config --help -h --version -v"
+        opts="status doctor evidence config peer trust send inbox show reply autoreply --config --help -h --version -v"
         ;;
     status)
         opts="--json --help -h"
@@ -121,6 +125,21 @@ _anet() {
                 opts=$(_anet_config_values "${args[0]}")
             fi
             opts+=" --help -h"
+            ;;
+        esac
+        ;;
+    autoreply)
+        case $sub in
+        "") opts="test show set --help -h" ;;
+        test) opts="--json --help -h" ;;
+        show) opts="--help -h" ;;
+        set)
+            if ((${#args[@]} == 0)); then
+                opts="$_anet_autoreply_keys"
+            elif ((${#args[@]} == 1)); then
+                opts=$(_anet_config_values "${args[0]}")
+            fi
+            opts+=" --egress-allow --yes --help -h"
             ;;
         esac
         ;;

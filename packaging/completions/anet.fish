@@ -2,7 +2,10 @@
 # /usr/share/fish/vendor_completions.d/. Keep in step with cmd/anet: the packaging test
 # fails when a command or flag of `anet --help` is missing here.
 
-set -l anet_commands status doctor evidence config peer trust send inbox show reply
+set -l anet_commands status doctor evidence config peer trust send inbox show reply autoreply
+set -l anet_autoreply_keys backend agent trusted untrusted model api_base api_timeout_seconds \
+    work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day \
+    sandbox.memory_max sandbox.tasks_max sandbox.disk_max
 set -l anet_config_keys listen keys_file log_level \
     auto_reply.backend auto_reply.agent auto_reply.trusted auto_reply.untrusted \
     auto_reply.model auto_reply.api_base auto_reply.api_timeout_seconds \
@@ -31,13 +34,13 @@ function __anet_config_values
     switch $toks[-1]
         case log_level
             printf '%s\n' debug info warn error
-        case auto_reply.backend
+        case auto_reply.backend backend
             printf '%s\n' exec openai
-        case auto_reply.agent
+        case auto_reply.agent agent
             printf '%s\n' claude codex opencode hermes openclaw cursor
-        case auto_reply.trusted
+        case auto_reply.trusted trusted
             printf '%s\n' direct sandbox off
-        case auto_reply.untrusted
+        case auto_reply.untrusted untrusted
             printf '%s\n' sandbox off
     end
 end
@@ -58,6 +61,7 @@ complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a send -d 
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a inbox -d 'tasks received from peers'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a show -d 'show an interaction'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a reply -d 'answer a task in the inbox by hand'
+complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a autoreply -d 'test, show or set the auto-reply policy'
 
 complete -c anet -n "__fish_seen_subcommand_from status" -l json -d 'print JSON for scripts'
 
@@ -71,7 +75,7 @@ complete -c anet -n "__fish_seen_subcommand_from send" -l to -x -d "the peer's a
 complete -c anet -n "__fish_seen_subcommand_from send" -l json -d 'print JSON for scripts'
 complete -c anet -n "__fish_seen_subcommand_from inbox" -l json -d 'print JSON for scripts'
 complete -c anet -n "__fish_seen_subcommand_from inbox" -l state -x -a 'new answered refused' -d 'only tasks in this state'
-complete -c anet -n "__fish_seen_subcommand_from show; and not __fish_seen_subcommand_from config evidence" -l json -d 'print JSON for scripts'
+complete -c anet -n "__fish_seen_subcommand_from show; and not __fish_seen_subcommand_from config evidence autoreply" -l json -d 'print JSON for scripts'
 complete -c anet -n "__fish_seen_subcommand_from reply" -l peer -x -d "the requester's aid"
 
 complete -c anet -n "__fish_seen_subcommand_from doctor" -l json -d 'print JSON for scripts'
@@ -94,3 +98,13 @@ complete -c anet -n "__fish_seen_subcommand_from config; and not __fish_seen_sub
 complete -c anet -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and test (__anet_args_after get) -eq 0" -a "$anet_config_keys" -d 'key'
 complete -c anet -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and test (__anet_args_after set) -eq 0" -a "$anet_config_keys" -d 'key'
 complete -c anet -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and test (__anet_args_after set) -eq 1" -a "(__anet_config_values)"
+
+set -l autoreply_subs test show set
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and not __fish_seen_subcommand_from $autoreply_subs" -a test -d 'run a fixed task through the configured path'
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and not __fish_seen_subcommand_from $autoreply_subs" -a show -d 'print the auto_reply section'
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and not __fish_seen_subcommand_from $autoreply_subs" -a set -d 'set one auto_reply key'
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and __fish_seen_subcommand_from test" -l json -d 'print JSON for scripts'
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and __fish_seen_subcommand_from set" -l egress-allow -x -d 'comma-separated hosts a sandboxed run may reach'
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and __fish_seen_subcommand_from set" -l yes -d 'do not ask at the terminal'
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and __fish_seen_subcommand_from set; and test (__anet_args_after set) -eq 0" -a "$anet_autoreply_keys" -d 'key'
+complete -c anet -n "__fish_seen_subcommand_from autoreply; and __fish_seen_subcommand_from set; and test (__anet_args_after set) -eq 1" -a "(__anet_config_values)"

@@ -25,6 +25,8 @@ type Status struct {
 	ProvidersKeyed []string         `json:"providers_with_key"`
 	Warnings       []Warning        `json:"warnings"`
 	Budget         Budget           `json:"budget"`
+	// AutoReply is the auto-reply engine's state; Compiled is false in a noautoreply build.
+	AutoReply AutoReplyStatus `json:"auto_reply"`
 }
 
 // Budget is the day's run budget for untrusted peers (B1–B5).
@@ -34,6 +36,72 @@ type Budget struct {
 	RunsPerPeerPerDay int       `json:"runs_per_peer_per_day"`
 	Left              int       `json:"left"`
 	DayEnds           time.Time `json:"day_ends"`
+	// InFlight are untrusted runs in progress; Left counts them as used.
+	InFlight  int       `json:"in_flight"`
+	DayStarts time.Time `json:"day_starts,omitzero"`
+}
+
+// AutoReplyStatus is the auto-reply engine as `anet status` shows it (B6, F2, S6).
+type AutoReplyStatus struct {
+	Compiled   bool        `json:"compiled"`
+	Backend    string      `json:"backend,omitempty"`
+	Agent      string      `json:"agent,omitempty"`
+	Trusted    string      `json:"trusted,omitempty"`
+	Untrusted  string      `json:"untrusted,omitempty"`
+	RunsActive int         `json:"runs_active"`
+	Active     []ActiveRun `json:"active"`
+	// Sandbox is the last probe: "full" or "no_cgroup_limits", or the code that makes it
+	// unavailable.
+	Sandbox SandboxState `json:"sandbox"`
+	// Reasons lists every reason code the engine met since start, with counts.
+	Reasons []ReasonCount `json:"reasons"`
+}
+
+// ActiveRun is a turn in progress.
+type ActiveRun struct {
+	Run         string    `json:"run"`
+	Peer        string    `json:"peer"`
+	Interaction string    `json:"interaction"`
+	Route       string    `json:"route"`
+	Started     time.Time `json:"started"`
+}
+
+// SandboxState is the sandbox's state from the last probe.
+type SandboxState struct {
+	Probed bool      `json:"probed"`
+	OK     bool      `json:"ok"`
+	Code   string    `json:"code,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	Limits string    `json:"limits,omitempty"` // full or no_cgroup_limits
+	At     time.Time `json:"at,omitzero"`
+}
+
+// ReasonCount is one reason code the engine met.
+type ReasonCount struct {
+	Code   string    `json:"code"`
+	Text   string    `json:"text"`
+	Count  int       `json:"count"`
+	Last   time.Time `json:"last"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// AutoReplyTest is the answer to POST /v1/autoreply/test (`anet autoreply test`, S8).
+type AutoReplyTest struct {
+	OK      bool             `json:"ok"`
+	Trusted bool             `json:"trusted"` // the trusted path was tested (untrusted is off)
+	Route   string           `json:"route"`
+	Answer  string           `json:"answer,omitempty"`
+	Counted bool             `json:"counted"`
+	Stages  []AutoReplyStage `json:"stages"`
+}
+
+// AutoReplyStage is one stage of a test run with its reason code.
+type AutoReplyStage struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Code   string `json:"code,omitempty"`
+	Text   string `json:"text,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Warning is an operator-facing condition with a reason code.

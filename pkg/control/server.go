@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -163,10 +162,10 @@ func Listen(path string) (net.Listener, error) {
 		}
 		os.Remove(path)
 	}
-	// The umask makes the socket 0600 from its first instant; the chmod is belt and braces.
-	old := syscall.Umask(0o177)
+	// No umask games: umask is process-wide, and a helper forked by another goroutine in that
+	// window would inherit it. The socket's directory is 0700 (config.EnsurePrivateDir), so
+	// nobody else can reach the socket before the chmod.
 	l, err := net.Listen("unix", path)
-	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("control socket %s: %w", path, err)
 	}

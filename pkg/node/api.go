@@ -24,6 +24,7 @@ func (n *Node) routes(s *control.Server) {
 	s.Handle("POST", "/v1/evidence/verify", n.verifyEvidence)
 	s.Handle("POST", "/v1/evidence/note", n.noteEvidence)
 	n.peerRoutes(s)
+	n.autoReplyRoutes(s)
 }
 
 func (n *Node) status() control.Status {
@@ -68,6 +69,7 @@ func (n *Node) status() control.Status {
 		}
 	}
 	sort.Strings(st.ProvidersKeyed)
+	n.fillAutoReply(&st)
 	if st.Warnings == nil {
 		st.Warnings = []control.Warning{}
 	}

@@ -28,7 +28,7 @@ var passThrough = map[string][]string{
 
 func (n *Node) helperEnv(name string) []string {
 	env := append([]string(nil), helperEnvBase...)
-	for _, k := range passThrough[name] {
+	for _, k := range append(passThrough[name], testPassThrough[name]...) {
 		if v := n.opts.Env(k); v != "" {
 			env = append(env, k+"="+v)
 		}
@@ -58,7 +58,7 @@ func (n *Node) startHelpers(ctx context.Context) error {
 	n.egress = privsep.StartHelper(ctx, privsep.HelperSpec{
 		Name: "egress",
 		Path: egress,
-		Args: []string{"serve", "--keys", n.paths.KeysFile},
+		Args: []string{"serve", "--keys", n.paths.KeysFile, "--runs-dir", n.endpointsDir()},
 		Env:  n.helperEnv("egress"),
 	}, n.log)
 	return nil
@@ -68,3 +68,8 @@ func (n *Node) startHelpers(ctx context.Context) error {
 func (n *Node) helpers() []*privsep.Supervisor {
 	return []*privsep.Supervisor{n.sandboxd, n.egress}
 }
+
+// endpointsDir holds one 0700 directory per run with its endpoint socket, made by
+// anet-egress. It is inside the runtime dir, which no sandbox sees; each run gets only its
+// own socket bound in.
+func (n *Node) endpointsDir() string { return filepath.Join(n.paths.RuntimeDir, "runs") }

@@ -55,6 +55,7 @@ type Node struct {
 	sandboxd *privsep.Supervisor
 	egress   *privsep.Supervisor
 	peers    *peer.Service
+	ar       autoReplier // the auto-reply engine; nil when not in the build or replaced
 
 	mu       sync.Mutex // guards warnings
 	warnings []control.Warning
@@ -132,6 +133,10 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		return err
 	}
 
+	if err := n.startAutoReply(hctx); err != nil {
+		n.stopHelpers()
+		return err
+	}
 	if err := n.startPeers(); err != nil {
 		n.stopHelpers()
 		return err

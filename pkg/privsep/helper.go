@@ -38,6 +38,9 @@ const HelperFD = 3
 // helper ends all its work (runs, endpoints) before it returns. hello and shutdown are
 // answered here; info is added to the hello reply.
 func ServeHelper(ctx context.Context, name string, handlers map[string]Handler, info func() map[string]any, log *slog.Logger) error {
+	// A helper's files, directories and sockets are its own: set the umask here rather than
+	// inherit whatever the parent had at fork time.
+	syscall.Umask(0o077)
 	conn, err := FromFD(HelperFD)
 	if err != nil {
 		return fmt.Errorf("%s: no protocol socket on fd %d (start it through anetd): %w", name, HelperFD, err)

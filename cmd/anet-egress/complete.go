@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// completeRootCAs verifies the model upstream of completions; nil is the system store (E11).
+// Only this package's tests set it, to trust their throw-away CA.
+var completeRootCAs *x509.CertPool
+
+// maxCompletionReply bounds the upstream answer read back (the answer itself is capped at
+// 8192 tokens; the JSON around it is small).
+const maxCompletionReply = 4 << 20
+
+// handleComplete is the openai back-end (P3): one chat completion for a task, made here
+// because only this process holds the keys. The request goes through the same model proxy an
+// agent's requests meet, so the model is pinned (E2), the output capped (E3), store:false
+// set (E6) and the upstream verified (E11); anetd sees only the answer text.
+//
+// The upstream is https://api.openai.com (the openai key), or the operator's api_base (the
+// custom key) when it is set.
+func (s *server) handleComplete(ctx context.Context, req *privsep.Request) (privsep.Reply, error) {
+	var in completion.Request
+	if err := req.Decode(&in); err != nil {
+		return privsep.Reply{}, err
+	}
+	if err := in.Validate(); err != nil {
+		return privsep.Reply{}, &privsep.Error{Code: reasons.BadRequest, Message: err.Error()}
+	}
+	rep, err := s.complete(ctx, in)
+	if err != nil {
+		var re *reasons.Error
+		if errors.As(err, &re) {
+			return privsep.Reply{}, &privsep.Error{Code: re.Code, Message: err.Error()}
+		}
+		return privsep.Reply{}, err
+	}
+	return privsep.Reply{Body: rep}, nil
+}
+
+func (s *server) complete(ctx context.Context, in completion.Request) (completion.Reply, error) {
+	// codex's upstream is api.openai.com; a custom service is reached as opencode's is.
+	agent := "codex"
+	if in.APIBase != "" {
+		agent = "opencode"
+	}
+	up, err := modelproxy.UpstreamFor(agent, in.APIBase)
+	if err != nil {
+		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+	}
+	key, ok := s.keys.Get(up.KeyProvider)
+	if !ok {
+		return completion.Reply{}, fmt.Errorf("complete: %w", reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider))
+	}
+	cat, err := modelproxy.LoadCatalog(s.models)
+	if err != nil {
+		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+	}
+	eng, err := modelproxy.NewEngine(up, in.Model, cat)
+	if err != nil {
+		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+	}
+	tok := make([]byte, 32)
+	if _, err := rand.Read(tok); err != nil {
+		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+	}
+	ph := hex.EncodeToString(tok)
+	proxy, err := modelproxy.New(eng, up, modelproxy.Options{Placeholder: ph, Key: key, RootCAs: completeRootCAs, Logger: s.log.With("run", in.RunID, "backend", "openai")})
+	if err != nil {
+		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+	}
+	body, err := json.Marshal(map[string]any{
+		"model":                 eng.Model(),
+		"messages":              []map[string]string{{"role": "user", "content": in.Task}},
+		"max_completion_tokens": completion.OutputCap,
+		"store":                 false,
+	})
+	if err != nil {
+		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://endpoint/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Authorization", "Bearer "+ph)
+	w := &replyRecorder{header: http.Header{}, max: maxCompletionReply}
+	proxy.ServeHTTP(w, r)
+	status := w.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if status != http.StatusOK {
+		return completion.Reply{Model: eng.Model(), Status: status}, fmt.Errorf("complete: upstream answered %d: %s", status, clipText(w.body.String(), 300))
+	}
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(w.body.Bytes(), &out); err != nil {
+		return completion.Reply{Model: eng.Model(), Status: status}, fmt.Errorf("complete: upstream answer is not a chat completion: %w", err)
+	}
+	if len(out.Choices) == 0 {
+		return completion.Reply{Model: eng.Model(), Status: status}, errors.New("complete: upstream answer has no choice")
+	}
+	return completion.Reply{Text: out.Choices[0].Message.Content, Model: eng.Model(), Status: status}, nil
+}
+
+// replyRecorder collects the proxy's answer in memory, up to max bytes.
+type replyRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	max    int
+}
+
+func (w *replyRecorder) Header() http.Header { return w.header }
+
+func (w *replyRecorder) WriteHeader(s int) {
+	if w.status == 0 {
+		w.status = s
+	}
+}
+
+func (w *replyRecorder) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if w.body.Len()+len(p) > w.max {
+		return 0, io.ErrShortBuffer
+	}
+	return w.body.Write(p)
+}
+
+func (w *replyRecorder) Flush() {}
+
+func clipText(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,61 @@
+//go:build anettest
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+)
+
+// P3, E2, E3, E6, E1: one chat completion through the model proxy: the pinned model, the cap,
+// store:false, the operator's key (and nothing of the agent side) reach the upstream, over
+// verified TLS; the answer text comes back.
+func TestCompleteThroughProxy(t *testing.T) {
+	ca, err := modelproxytest.NewCA("api.openai.com", "llm.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	completeRootCAs = ca.Pool
+	t.Cleanup(func() { completeRootCAs = nil })
+	for _, c := range []struct {
+		name, keys, base, host, pinned, path string
+	}{
+		{"openai", "openai: %s\n", "", "api.openai.com:443", "gpt-6-luna", "/v1/chat/completions"},
+		{"custom api_base", "custom: %s\n", "https://llm.example/v1", "llm.example:443", "gpt-6-mini", "/v1/chat/completions"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := "sk-complete-" + c.name[:3] + "-7d1e"
+			up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", c.pinned)
+			defer up.Close()
+			egress.AnetTestRedirect(c.host, up.Addr())
+			defer egress.AnetTestRedirect(c.host, "")
+			s := testServer(t, strings.ReplaceAll(c.keys, "%s", key))
+			model := ""
+			if c.base != "" {
+				model = c.pinned // a custom service has no catalog: the model must be configured
+			}
+			rep, err := s.complete(context.Background(), completion.Request{RunID: "r1", Task: "say hi", APIBase: c.base, Model: model})
+			if err != nil || rep.Text != "hello" || rep.Model != c.pinned || rep.Status != 200 {
+				t.Fatalf("complete = %+v, %v, want hello from %s", rep, err, c.pinned)
+			}
+			reqs := up.Requests()
+			if len(reqs) != 1 || reqs[0].Path != c.path {
+				t.Fatalf("upstream got %d requests (%v), want one at %s", len(reqs), reqs, c.path)
+			}
+			body := string(reqs[0].Body)
+			for _, want := range []string{`"store":false`, `"max_completion_tokens":8192`, `"say hi"`} {
+				if !strings.Contains(body, want) {
+					t.Fatalf("upstream body %s lacks %s", body, want)
+				}
+			}
+			if p := up.Problems(); len(p) > 0 {
+				t.Fatalf("upstream problems: %v", p)
+			}
+		})
+	}
+}

@@ -1,0 +1,218 @@
+//go:build !noautoreply
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/control"
+)
+
+// autoReplyKeys are the keys `anet autoreply set` takes, relative to auto_reply.
+var autoReplyKeys = []string{
+	"backend", "agent", "trusted", "untrusted", "model", "api_base", "api_timeout_seconds",
+	"work_dir", "work_retention", "egress_allow",
+	"sandbox.runs_per_day", "sandbox.runs_per_peer_per_day", "sandbox.memory_max", "sandbox.tasks_max", "sandbox.disk_max",
+}
+
+func autoReplyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "autoreply",
+		Usage: "test, show or set the auto-reply policy (the auto_reply section of the config)",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "test",
+				Usage: "run a fixed task through the configured path and report each stage (never counted)",
+				Flags: []cli.Flag{jsonFlag},
+				Action: func(c *cli.Context) error {
+					var rep control.AutoReplyTest
+					if err := call(c, "POST", "/v1/autoreply/test", struct{}{}, &rep); err != nil {
+						return err
+					}
+					if c.Bool("json") {
+						if err := printJSON(rep); err != nil {
+							return err
+						}
+					} else {
+						printAutoReplyTest(os.Stdout, rep)
+					}
+					if !rep.OK {
+						return cli.Exit("", 1)
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "show",
+				Usage: "print the auto_reply section with every default filled in",
+				Action: func(c *cli.Context) error {
+					path, err := configPath(c)
+					if err != nil {
+						return err
+					}
+					cfg, err := config.Load(path)
+					if err != nil {
+						return err
+					}
+					out, err := config.Get(cfg, "auto_reply")
+					if err != nil {
+						return err
+					}
+					fmt.Printf("# %s\nauto_reply:\n", path)
+					for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+						fmt.Println("  " + line)
+					}
+					return nil
+				},
+			},
+			{
+				Name:      "set",
+				Usage:     "set one auto_reply key (KEY VALUE, e.g. sandbox.runs_per_day 10), or --egress-allow HOSTS",
+				ArgsUsage: "KEY VALUE",
+				Description: "Keys: " + strings.Join(autoReplyKeys, ", ") + ".\n" +
+					"--egress-allow a,b replaces the allowed hosts; \"\" removes all. Adding a host needs\n" +
+					"confirmation at a terminal (H1); removing does not. Restart anetd to apply.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "egress-allow", Usage: "comma-separated `HOSTS` a sandboxed run may reach through CONNECT (\"\" for none)"},
+					&cli.BoolFlag{Name: "yes", Usage: "with --egress-allow at a terminal: do not ask (adding hosts still needs a terminal)"},
+				},
+				Action: autoReplySet,
+			},
+		},
+	}
+}
+
+func autoReplySet(c *cli.Context) error {
+	path, err := configPath(c)
+	if err != nil {
+		return err
+	}
+	var key, value string
+	switch {
+	case c.IsSet("egress-allow") && c.NArg() == 0:
+		key, value = "egress_allow", c.String("egress-allow")
+		if err := confirmEgress(path, value, os.Stdin, os.Stderr, isTerminal(os.Stdin), c.Bool("yes")); err != nil {
+			return err
+		}
+	case c.IsSet("egress-allow"):
+		return fmt.Errorf("usage: anet autoreply set --egress-allow HOSTS (no KEY VALUE with it)")
+	case c.NArg() == 2:
+		key, value = c.Args().Get(0), c.Args().Get(1)
+		key = strings.TrimPrefix(key, "auto_reply.")
+		if key == "egress_allow" {
+			return fmt.Errorf("use `anet autoreply set --egress-allow HOSTS` for the allowed hosts (adding needs confirmation)")
+		}
+		if !knownAutoReplyKey(key) {
+			return fmt.Errorf("unknown key %q (known: %s)", key, strings.Join(autoReplyKeys, ", "))
+		}
+	default:
+		return fmt.Errorf("usage: anet autoreply set KEY VALUE, or anet autoreply set --egress-allow HOSTS")
+	}
+	paths, err := config.DefaultPaths(os.Getenv)
+	if err != nil {
+		return err
+	}
+	paths.ConfigFile = path
+	full := "auto_reply." + key
+	if err := config.SetWith(path, full, value, paths.CheckWorkRoots); err != nil {
+		return err
+	}
+	fmt.Printf("%s = %s written to %s; restart anetd to apply\n", full, value, path)
+	return nil
+}
+
+func knownAutoReplyKey(k string) bool {
+	for _, x := range autoReplyKeys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// confirmEgress applies H1: a value that adds a host needs a yes at a terminal; one that only
+// removes hosts does not. Each entry is checked (H2, H3) before anyone is asked.
+func confirmEgress(path, value string, in io.Reader, out io.Writer, terminal, yes bool) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	var next []string
+	if strings.TrimSpace(value) != "" {
+		for _, h := range strings.Split(value, ",") {
+			next = append(next, strings.TrimSpace(h))
+		}
+	}
+	if err := config.ValidateEgressAllow(next, cfg.AutoReply.APIBase); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, h := range cfg.AutoReply.EgressAllow {
+		have[h] = true
+	}
+	var added []string
+	for _, h := range next {
+		if !have[h] {
+			added = append(added, h)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if !terminal {
+		return fmt.Errorf("adding allowed hosts (%s) needs confirmation at a terminal (H1); run this command in a terminal — removing hosts needs none", strings.Join(added, ", "))
+	}
+	if yes {
+		return nil
+	}
+	fmt.Fprintf(out, "Sandboxed runs of untrusted peers will be able to send data to: %s\n", strings.Join(added, ", "))
+	fmt.Fprintf(out, "Domain fronting inside TLS is not detected (H8): allow only hosts you would let a person send data to.\nType yes to allow: ")
+	line, _ := bufio.NewReader(in).ReadString('\n')
+	if strings.TrimSpace(line) != "yes" {
+		return fmt.Errorf("not confirmed; allowed hosts unchanged")
+	}
+	return nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func printAutoReplyTest(w io.Writer, rep control.AutoReplyTest) {
+	who := "untrusted"
+	if rep.Trusted {
+		who = "trusted"
+	}
+	fmt.Fprintf(w, "auto-reply test (%s peers, route %s; not counted)\n", who, rep.Route)
+	for _, s := range rep.Stages {
+		mark := "ok  "
+		if !s.OK {
+			mark = "FAIL"
+		}
+		line := fmt.Sprintf("  %s %-13s", mark, s.Name)
+		if s.Code != "" {
+			line += " " + s.Code + ": " + s.Text
+		}
+		if s.Detail != "" {
+			line += " (" + s.Detail + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if rep.Answer != "" {
+		fmt.Fprintf(w, "answer: %s\n", rep.Answer)
+	}
+	if rep.OK {
+		fmt.Fprintln(w, "result: ok")
+	} else {
+		fmt.Fprintln(w, "result: failed")
+	}
+}

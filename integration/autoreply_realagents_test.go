@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+// P1, E1–E3, E10: the real Claude Code CLI (from .ci/npm-agents.sh) answers a peer's task
+// inside B's sandbox: anetd finds it on its PATH, sandboxd runs it with the endpoint
+// settings of pkg/agents, and its one streamed Messages request reaches the fake Anthropic
+// upstream (test CA) pinned and capped. A receives Claude's answer.
+func TestAutoReplyRealClaudeInSandbox(t *testing.T) {
+	_, claude := agentBin(t, "claude")
+	f := newARFake(t, t.TempDir(), arPinned)
+	const answer = "The answer is 42, from the sandbox."
+	f.up.SetStream(streamAnthropicText(arPinned, answer))
+	b := newARNode(t, f, arOptions{autoReply: "  backend: exec\n  agent: claude\n  untrusted: sandbox\n  api_timeout_seconds: 90\n", agent: claude})
+	a := newNode(t, nodeOptions{})
+	b.arStart()
+	a.start()
+	aidB := connect(t, a, b)
+	id := send(t, a, aidB, "what is 6*7? --help; reply in one sentence")
+	ans := answerAt(t, a, id)
+	if ans.Type != "reply" || strings.TrimSpace(ans.Text) != answer {
+		t.Fatalf("A's answer = %+v, want Claude's reply %q", ans, answer)
+	}
+	var msgs int
+	for _, r := range f.up.Requests() {
+		if r.Path == "/v1/messages" {
+			msgs++
+			body, err := decodeBody(r.Body)
+			if err != nil || body["model"] != arPinned {
+				t.Fatalf("claude's request model = %v (%v), want %s", body["model"], err, arPinned)
+			}
+			if n, ok := jsonInt(body["max_tokens"]); !ok || n > 8192 {
+				t.Fatalf("claude's max_tokens = %v, want at most 8192", body["max_tokens"])
+			}
+			if !strings.Contains(string(r.Body), "what is 6*7? --help") {
+				t.Fatal("the task did not reach the model as the prompt")
+			}
+		}
+	}
+	if msgs == 0 {
+		t.Fatal("claude sent no /v1/messages through the endpoint")
+	}
+	if p := f.up.Problems(); len(p) > 0 {
+		t.Fatalf("upstream saw rule violations: %v", p)
+	}
+	if st := b.status(); st.Budget.RunsToday != 1 {
+		t.Fatalf("runs today = %d, want 1", st.Budget.RunsToday)
+	}
+}
+
+// P1, E10: the real Codex CLI answers in B's sandbox: its config.toml (written by the node
+// into the run's agent home) points it at the endpoint with the placeholder, and its
+// Responses request reaches the fake OpenAI upstream pinned, with store:false.
+func TestAutoReplyRealCodexInSandbox(t *testing.T) {
+	_, codex := agentBin(t, "codex")
+	f := newARFake(t, t.TempDir(), arPinned)
+	const pinned, answer = "gpt-6-luna", "Codex says 42 from the sandbox."
+	oa := newOpenAIFake(t, f.ca, f.key, pinned, answer)
+	f.openai = oa.Addr()
+	b := newARNode(t, f, arOptions{autoReply: "  backend: exec\n  agent: codex\n  untrusted: sandbox\n  api_timeout_seconds: 90\n", keys: "openai: " + f.key + "\n", agent: codex})
+	a := newNode(t, nodeOptions{})
+	b.arStart()
+	a.start()
+	aidB := connect(t, a, b)
+	ans := answerAt(t, a, send(t, a, aidB, "what is 6*7?"))
+	if ans.Type != "reply" || !strings.Contains(ans.Text, answer) {
+		t.Fatalf("A's answer = %+v, want Codex's reply %q", ans, answer)
+	}
+	n := 0
+	for _, r := range oa.Requests() {
+		if r.Path == "/v1/responses" {
+			n++
+			body, err := decodeBody(r.Body)
+			if err != nil || body["model"] != pinned || body["store"] != false {
+				t.Fatalf("codex's request: model %v, store %v (%v), want %s and false", body["model"], body["store"], err, pinned)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("codex sent no /v1/responses through the endpoint")
+	}
+	if p := oa.Problems(); len(p) > 0 {
+		t.Fatalf("upstream problems: %v", p)
+	}
+}

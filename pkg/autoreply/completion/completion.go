@@ -1,0 +1,56 @@
+// Package completion is the wire form of the openai back-end's one request (P3): anetd asks
+// anet-egress to make one chat completion for a task with the pinned model, the output cap
+// and store:false, through the same model-proxy rules an agent's requests meet. It is plain
+// data, shared by both sides, and links nothing else.
+package completion
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Method is the privsep method anet-egress answers.
+const Method = "complete"
+
+// MaxTaskBytes bounds the task text (a peer task is smaller still).
+const MaxTaskBytes = 256 << 10
+
+// OutputCap is max_completion_tokens (E3).
+const OutputCap = 8192
+
+// Request is one completion.
+type Request struct {
+	// RunID names the call in logs and usage.
+	RunID string `json:"run_id"`
+	// APIBase is the operator's OpenAI-compatible service; "" is https://api.openai.com.
+	APIBase string `json:"api_base,omitempty"`
+	// Model is the configured model; "" pins the upstream's cheapest (E2).
+	Model string `json:"model,omitempty"`
+	// Task is the requester's text, sent as the one user message.
+	Task string `json:"task"`
+}
+
+var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// Validate checks r; errors name the field.
+func (r Request) Validate() error {
+	switch {
+	case !runIDRE.MatchString(r.RunID):
+		return fmt.Errorf("complete run_id %q: want 1-128 letters, digits, '.', '_' or '-'", r.RunID)
+	case r.Task == "":
+		return fmt.Errorf("complete task: empty")
+	case len(r.Task) > MaxTaskBytes:
+		return fmt.Errorf("complete task: %d bytes, more than %d", len(r.Task), MaxTaskBytes)
+	}
+	return nil
+}
+
+// Reply is the model's answer.
+type Reply struct {
+	// Text is the first choice's message content.
+	Text string `json:"text"`
+	// Model is the model the request was pinned to.
+	Model string `json:"model"`
+	// Status is the upstream's HTTP status.
+	Status int `json:"status"`
+}

@@ -1,0 +1,28 @@
+package completion
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRequestValidate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    Request
+		want string
+	}{
+		{"ok", Request{RunID: "r1", Task: "hi"}, ""},
+		{"ok with base and model", Request{RunID: "r1", Task: "hi", APIBase: "https://llm.example/v1", Model: "m"}, ""},
+		{"no run id", Request{Task: "hi"}, "run_id"},
+		{"run id with slash", Request{RunID: "../x", Task: "hi"}, "run_id"},
+		{"empty task", Request{RunID: "r1"}, "task: empty"},
+		{"task too large", Request{RunID: "r1", Task: strings.Repeat("x", MaxTaskBytes+1)}, "more than"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.r.Validate()
+			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("Validate(%s) = %v, want %q", c.name, err, c.want)
+			}
+		})
+	}
+}

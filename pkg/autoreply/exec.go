@@ -1,0 +1,216 @@
+package autoreply
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"anet.dev/anet/pkg/agents"
+	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/peer"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// SandboxPort is the loopback port inside every sandbox where init relays to the run's
+// endpoint. Each run has its own network namespace, so one fixed port serves all.
+const SandboxPort = 8080
+
+// execTurn runs the configured agent for t: in the sandbox (route sandbox) or as the
+// operator (route direct). started is called right before the agent starts.
+func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, route Route, started func(), tr tracer) outcome {
+	c := e.o.Config
+	sandboxed := route == RouteSandbox
+	stage := "agent"
+	fail := func(code reasons.Code, detail string) outcome {
+		tr.fail(stage, code, detail)
+		return outcome{refusal: reasons.SandboxUnavailable, code: code, detail: detail}
+	}
+	spec, ok := agents.Lookup(string(c.Agent))
+	if !ok || (sandboxed && !spec.Sandbox) {
+		return fail(reasons.AgentUnsupported, "agent "+string(c.Agent))
+	}
+	prog, err := e.o.LookPath(spec.Binary)
+	if err != nil {
+		// Not installed: the node is not set up to answer, which says nothing about the
+		// sandbox. The task stays in the inbox for the operator (as with auto-reply off).
+		detail := fmt.Sprintf("%s: %v (install: %s)", spec.Binary, err, spec.Install)
+		tr.fail(stage, AgentMissing, detail)
+		return outcome{hold: true, code: AgentMissing, detail: detail}
+	}
+	if prog, err = filepath.Abs(prog); err != nil {
+		return fail(AgentMissing, err.Error())
+	}
+	sub := t.Peer + "/" + t.Interaction
+	if err := sandbox.ValidateRelPath(sub); err != nil {
+		return fail(reasons.BadRequest, "work dir: "+err.Error())
+	}
+	rs := sandbox.Spec{
+		ID: run, Mode: sandbox.ModeDirect, RunRoot: e.o.Dirs.RunRoot, WorkRoot: e.o.Dirs.DirectWork, WorkSub: sub,
+		Limits: sandbox.Limits{WallClock: c.APITimeout, Memory: c.Sandbox.MemoryMax, Tasks: int64(c.Sandbox.TasksMax), Disk: c.Sandbox.DiskMax},
+	}
+	params := agents.Params{Agent: agents.Agent(c.Agent), Task: t.Text, Sandboxed: sandboxed}
+	tr.ok(stage, prog)
+	var usage json.RawMessage
+	if sandboxed {
+		// P2: the probe first; a failed probe or a helper that is down starts nothing.
+		stage = "probe"
+		if res, err := e.probeNow(ctx); err != nil {
+			return fail(codeOf(err), err.Error())
+		} else if !res.OK {
+			return fail(res.Code, res.Detail)
+		} else {
+			tr.ok(stage, "limits "+string(res.Limits))
+		}
+		stage = "endpoint"
+		rs.Mode, rs.WorkRoot, rs.Hidden, rs.Port = sandbox.ModeSandbox, e.o.Dirs.SandboxWork, e.o.Dirs.Hidden, SandboxPort
+		ep, err := e.o.Endpoints.Open(ctx, runpolicy.Policy{RunID: run, Agent: string(c.Agent), APIBase: c.APIBase, Model: c.Model, Allow: c.EgressAllow})
+		if err != nil {
+			return fail(codeOf(err), err.Error())
+		}
+		defer func() {
+			// The endpoint outlives the run by nothing: close it whatever happened.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			u, err := e.o.Endpoints.Close(cctx, run)
+			if err != nil {
+				log.Warn("close endpoint", "err", err)
+			}
+			usage = u
+		}()
+		rs.Endpoint = ep.Socket
+		params.Model, params.Port, params.Placeholder = ep.Model, SandboxPort, ep.Placeholder
+		// The agent's config files go into the run's own home (Spec.HomeFiles), which
+		// anet-sandboxd creates fresh and deletes with the run: nothing of them lingers in
+		// the work dir or reaches a later run. They hold no secret: the placeholder is only
+		// in the environment.
+		params.Home = sandbox.SandboxHome
+		tr.ok(stage, "model "+ep.Model)
+	}
+	stage = "agent_config"
+	launch, err := agents.For(params)
+	if err != nil {
+		return fail(codeOf(err), err.Error())
+	}
+	rs.Argv = append([]string{prog}, launch.Argv[1:]...)
+	rs.AgentTree = packageTree(prog)
+	rs.Env = launch.EnvList()
+	for _, f := range launch.Files {
+		rs.HomeFiles = append(rs.HomeFiles, sandbox.HomeFile{Path: f.Path, Mode: uint32(f.Mode) & 0o700, Content: []byte(f.Content)})
+	}
+	workDir := filepath.Join(rs.WorkRoot, sub)
+	if err := prepareWork(rs.WorkRoot, sub, launch); err != nil {
+		return fail(reasons.SandboxStartFailed, err.Error())
+	}
+	tr.ok(stage, fmt.Sprintf("%d files", len(launch.Files)))
+	stage = "run"
+	started()
+	log.Info("agent starting", "agent", c.Agent, "mode", rs.Mode, "program", prog)
+	res, err := e.o.Sandbox.Run(ctx, rs)
+	if err != nil {
+		// Nothing ran (the helper says so with a reason code).
+		return fail(codeOf(err), err.Error())
+	}
+	tr.ok(stage, fmt.Sprintf("exit %d, limits %s", res.Outcome.ExitCode, res.Outcome.Cgroup))
+	if res.Outcome.Cgroup != "" {
+		e.noteLimits(res.Outcome.Cgroup)
+	}
+	out := outcome{ran: true, refusal: TurnFailed, details: map[string]any{
+		"exit_code": res.Outcome.ExitCode, "limit": res.Outcome.Limit, "cgroup": res.Outcome.Cgroup, "mode": rs.Mode,
+	}}
+	// Filled in by the deferred endpoint close, before the caller reads it.
+	out.usage = &usage
+	ans, code, detail := answerOf(res, workDir, launch)
+	if params.Placeholder != "" {
+		// The run's token is dead once its endpoint closes, but it stays out of logs anyway.
+		detail = strings.ReplaceAll(detail, params.Placeholder, "[placeholder]")
+	}
+	stage = "answer"
+	if code != "" {
+		tr.fail(stage, code, detail)
+		out.code, out.detail = code, detail
+		return out
+	}
+	tr.ok(stage, fmt.Sprintf("%d bytes", len(ans)))
+	out.answer = ans
+	return out
+}
+
+// answerOf reads the agent's final answer of a finished run, or why there is none.
+func answerOf(res RunResult, workDir string, launch agents.Launch) (string, reasons.Code, string) {
+	if res.Outcome.ExitCode != 0 || res.Outcome.Limit != "" {
+		return "", agents.NoAnswer, fmt.Sprintf("agent exited with %d %s %s", res.Outcome.ExitCode, res.Outcome.Limit, clip(string(res.Stderr), 300))
+	}
+	files, err := agents.ReadAnswerFile(workDir, launch.Answer)
+	if err != nil {
+		return "", agents.NoAnswer, err.Error()
+	}
+	ans, err := agents.ParseAnswer(launch.Answer, res.Stdout, files)
+	if err != nil {
+		return "", agents.NoAnswer, err.Error()
+	}
+	return ans, "", ""
+}
+
+// prepareWork makes the run's work dir and removes a stale answer file, through os.Root: the
+// work dir belongs to earlier runs of the same interaction, which may have left links to
+// anywhere; none is followed out of the work root.
+func prepareWork(root, sub string, l agents.Launch) error {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("work root: %w", err)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return fmt.Errorf("work root: %w", err)
+	}
+	defer r.Close()
+	if err := r.MkdirAll(sub, 0o700); err != nil {
+		return fmt.Errorf("work dir %s: %w", sub, err)
+	}
+	if l.Answer.Kind == agents.AnswerFile && l.Answer.File != "" {
+		// A stale answer from an earlier run must not pass for this one's.
+		if err := r.Remove(path.Join(sub, l.Answer.File)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove stale answer: %w", err)
+		}
+	}
+	return nil
+}
+
+// packageTree returns the npm package directory of an agent installed with npm (claude,
+// codex, opencode, openclaw): its program is a link into <prefix>/lib/node_modules/<pkg>/,
+// and the package needs more than the program's own directory (codex.js loads its vendored
+// binary from ../vendor). "" lets the launcher use the program's directory.
+func packageTree(prog string) string {
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		return ""
+	}
+	const nm = "/node_modules/"
+	i := strings.LastIndex(real, nm)
+	if i < 0 {
+		return ""
+	}
+	rest := strings.Split(real[i+len(nm):], "/")
+	n := 1
+	if strings.HasPrefix(rest[0], "@") {
+		n = 2
+	}
+	if len(rest) <= n {
+		return ""
+	}
+	return real[:i+len(nm)] + strings.Join(rest[:n], "/")
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

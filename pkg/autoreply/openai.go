@@ -1,0 +1,50 @@
+package autoreply
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/peer"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// openaiTurn answers t with one chat completion made by anet-egress (P3): no program starts
+// and no sandbox is used; anetd never sees the key.
+func (e *Engine) openaiTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, started func(), tr tracer) outcome {
+	c := e.o.Config
+	req := completion.Request{RunID: run, APIBase: c.APIBase, Model: c.Model, Task: t.Text}
+	if err := req.Validate(); err != nil {
+		tr.fail("request", reasons.BadRequest, err.Error())
+		return outcome{refusal: TurnFailed, code: reasons.BadRequest, detail: err.Error()}
+	}
+	started()
+	log.Info("model call starting", "backend", "openai")
+	// The same wall clock as an agent's run (api_timeout_seconds, S6).
+	cctx, cancel := context.WithTimeout(ctx, c.APITimeout)
+	defer cancel()
+	rep, err := e.o.Completer.Complete(cctx, req)
+	out := outcome{ran: true, refusal: TurnFailed, details: map[string]any{"backend": "openai"}}
+	if err != nil {
+		code := codeOf(err)
+		tr.fail("model_call", code, err.Error())
+		if code == reasons.HelperDown || code == reasons.NoAPIKey || code == reasons.NoAPIBase {
+			// Nothing reached the model service: not a run (not counted).
+			return outcome{refusal: reasons.SandboxUnavailable, code: code, detail: err.Error()}
+		}
+		out.code, out.detail = code, err.Error()
+		return out
+	}
+	out.details["model"], out.details["status"] = rep.Model, rep.Status
+	tr.ok("model_call", fmt.Sprintf("model %s, status %d", rep.Model, rep.Status))
+	if strings.TrimSpace(rep.Text) == "" {
+		out.code, out.detail = TurnFailed, "the model returned no text"
+		tr.fail("answer", out.code, out.detail)
+		return out
+	}
+	tr.ok("answer", fmt.Sprintf("%d bytes", len(strings.TrimSpace(rep.Text))))
+	out.answer = strings.TrimSpace(rep.Text)
+	return out
+}

@@ -1,0 +1,114 @@
+package autoreply
+
+import (
+	"context"
+
+	"anet.dev/anet/pkg/peer"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/store"
+)
+
+// TestTask is the fixed task of `anet autoreply test` (S8).
+const TestTask = "This is `anet autoreply test`. Answer with one short sentence that says the test worked."
+
+// testPeer is the work-dir name of test runs; it is not an aid, so it never collides with a
+// peer's work dir.
+const testPeer = "autoreply-test"
+
+// KindAutoReplyTest is the evidence entry of a test run. It is never counted (B1).
+const KindAutoReplyTest = "autoreply_test"
+
+// Stage is one step of a test run with its reason code when it failed.
+type Stage struct {
+	Name   string       `json:"name"`
+	OK     bool         `json:"ok"`
+	Code   reasons.Code `json:"code,omitempty"`
+	Detail string       `json:"detail,omitempty"`
+}
+
+// TestReport is the result of `anet autoreply test`.
+type TestReport struct {
+	OK bool `json:"ok"`
+	// Trusted says which class of peer's path was tested: the untrusted one unless it is off.
+	Trusted bool    `json:"trusted"`
+	Route   Route   `json:"route"`
+	Answer  string  `json:"answer,omitempty"`
+	Stages  []Stage `json:"stages"`
+	Counted bool    `json:"counted"`
+}
+
+// Test runs TestTask through the configured path: policy, probe, endpoint, sandbox start,
+// model call, answer. It takes no slot and is never counted; it leaves one autoreply_test
+// entry in the chain.
+func (e *Engine) Test(ctx context.Context) TestReport {
+	rep := TestReport{Stages: []Stage{}}
+	d := Decide(e.o.Config, false)
+	if d.Route == RouteOff {
+		rep.Trusted = true
+		d = Decide(e.o.Config, true)
+	}
+	rep.Route = d.Route
+	tr := tracer(func(stage string, code reasons.Code, detail string) {
+		rep.Stages = append(rep.Stages, Stage{Name: stage, OK: code == "", Code: code, Detail: detail})
+	})
+	policy := "untrusted peers: " + string(d.Route)
+	if rep.Trusted {
+		policy = "untrusted peers: off; trusted peers: " + string(d.Route)
+	}
+	switch d.Route {
+	case RouteOff:
+		tr.fail("policy", d.Code, "auto-reply is off for trusted and untrusted peers")
+		return e.finishTest(ctx, rep)
+	case RouteRefuse:
+		tr.fail("policy", d.Code, d.Why)
+		return e.finishTest(ctx, rep)
+	}
+	tr.ok("policy", policy)
+	run := newRunID()
+	t := peer.Task{Peer: testPeer, Interaction: run, Text: TestTask, Trusted: rep.Trusted}
+	log := e.log.With("run", run, "test", true)
+	var out outcome
+	if d.Route == RouteOpenAI {
+		out = e.openaiTurn(ctx, log, run, t, func() {}, tr)
+	} else {
+		out = e.execTurn(ctx, log, run, t, d.Route, func() {}, tr)
+		if d.Route == RouteSandbox && out.ran {
+			tr.modelCall(out)
+		}
+	}
+	rep.Answer = out.answer
+	return e.finishTest(ctx, rep)
+}
+
+// modelCall reports whether the run's model requests reached the upstream, from the
+// endpoint's usage.
+func (tr tracer) modelCall(out outcome) {
+	u := struct {
+		Model struct {
+			Requests  int64 `json:"requests"`
+			Forwarded int64 `json:"forwarded"`
+		} `json:"model"`
+	}{}
+	if out.usage == nil || len(*out.usage) == 0 || jsonUnmarshal(*out.usage, &u) != nil {
+		tr.fail("model_call", reasons.Internal, "the endpoint reported no usage")
+		return
+	}
+	if u.Model.Forwarded == 0 {
+		tr.fail("model_call", TurnFailed, "the agent sent no model request through the endpoint")
+		return
+	}
+	tr.ok("model_call", jsonString(u.Model))
+}
+
+func (e *Engine) finishTest(ctx context.Context, rep TestReport) TestReport {
+	rep.OK = len(rep.Stages) > 0
+	for _, s := range rep.Stages {
+		if !s.OK {
+			rep.OK = false
+		}
+	}
+	if _, err := e.o.Ledger.Store.Append(ctx, e.o.Ledger.Signer, store.EntryInput{Kind: KindAutoReplyTest, Details: map[string]any{"ok": rep.OK, "route": rep.Route, "stages": rep.Stages}}); err != nil {
+		e.log.Error("evidence: autoreply_test", "err", err)
+	}
+	return rep
+}

@@ -1,0 +1,135 @@
+package autoreply
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"anet.dev/anet/pkg/peer"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// outcome is how a turn ended, for the requester and the chain.
+type outcome struct {
+	answer string
+	// refusal is sent when answer is empty; code is the operator's reason.
+	refusal reasons.Code
+	code    reasons.Code
+	detail  string
+	// ran: a program started (or a model was called), so the turn counts when Counted.
+	ran bool
+	// hold: nothing ran and nobody is told; the task stays in the inbox (agent missing).
+	hold    bool
+	details map[string]any
+	// usage is the endpoint's usage of a sandboxed run (set when its endpoint closed).
+	usage *json.RawMessage
+}
+
+// tracer reports the stages of `anet autoreply test`; nil reports nothing.
+type tracer func(stage string, code reasons.Code, detail string)
+
+func (tr tracer) ok(stage, detail string) {
+	if tr != nil {
+		tr(stage, "", detail)
+	}
+}
+
+func (tr tracer) fail(stage string, code reasons.Code, detail string) {
+	if tr != nil {
+		tr(stage, code, detail)
+	}
+}
+
+// turn runs one admitted task through its back-end and answers it.
+func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer.Responder, d Decision) {
+	run := newRunID()
+	log = log.With("run", run)
+	e.setActive(ActiveRun{Run: run, Peer: t.Peer, Interaction: t.Interaction, Route: d.Route, Started: e.o.Now().UTC()})
+	defer e.clearActive(run)
+
+	started := func() {
+		if err := e.o.Ledger.Started(ctx, t.Peer, t.Interaction, map[string]any{"run": run, "route": d.Route, "counted": d.Counted, "agent": e.o.Config.Agent}); err != nil {
+			log.Error("evidence: turn_started", "err", err)
+		}
+	}
+	var out outcome
+	switch d.Route {
+	case RouteSandbox, RouteDirect:
+		out = e.execTurn(ctx, log, run, t, d.Route, started, nil)
+	case RouteOpenAI:
+		out = e.openaiTurn(ctx, log, run, t, started, nil)
+	}
+	if ctx.Err() != nil {
+		// anetd is stopping: the run was ended with it. No completion entry, so it is not
+		// counted (B7), and the task is still new: it runs again after the restart.
+		log.Info("turn interrupted by shutdown; the task stays in the inbox")
+		return
+	}
+	if out.hold {
+		e.note(out.code, out.detail)
+		log.Warn("task left in the inbox", "code", out.code, "detail", out.detail)
+		return
+	}
+	if !out.ran {
+		e.refuse(ctx, log, t, r, out.refusal, out.code, out.detail)
+		return
+	}
+	counted := d.Counted
+	details := out.details
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["run"], details["route"] = run, d.Route
+	if out.usage != nil && len(*out.usage) > 0 {
+		details["usage"] = *out.usage
+	}
+	if out.answer == "" {
+		details["code"], details["reason"], details["detail"] = out.refusal, out.code, out.detail
+	}
+	// Record the completion before answering: the count must hold even if the node dies
+	// between the two (a turn that ran and cost money counts, B1).
+	if err := e.o.Ledger.Completed(ctx, t.Peer, t.Interaction, counted, details); err != nil {
+		log.Error("evidence: turn_completed", "err", err)
+	}
+	if out.answer == "" {
+		e.note(out.code, out.detail)
+		log.Warn("turn gave no answer", "code", out.code, "detail", out.detail)
+		if err := r.Refuse(ctx, t.Peer, t.Interaction, out.refusal, time.Time{}); err != nil {
+			log.Error("refuse", "code", out.refusal, "err", err)
+		}
+		return
+	}
+	log.Info("turn answered", "counted", counted, "bytes", len(out.answer))
+	if err := r.Reply(ctx, t.Peer, t.Interaction, out.answer); err != nil {
+		log.Error("reply", "err", err)
+	}
+}
+
+func (e *Engine) setActive(a ActiveRun) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.active[a.Run] = a
+}
+
+func (e *Engine) clearActive(run string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.active, run)
+}
+
+// newRunID names a run: it becomes a directory, a cgroup and the endpoint's id.
+func newRunID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "r" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,62 @@
+package node
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/peer"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// NotInBuild is the code of a feature that was removed from this build (C5).
+const NotInBuild reasons.Code = "not_in_build"
+
+func init() {
+	reasons.Register(reasons.Entry{Code: NotInBuild, Kind: reasons.KindNode,
+		Text: "auto-reply is not in this build (built with -tags noautoreply); tasks wait in the inbox", Requirement: "C5"})
+}
+
+// autoReplier is the auto-reply engine as the node drives it; the node has none in a
+// noautoreply build (autoreply_off.go) or when Options.Engine replaces it.
+type autoReplier interface {
+	peer.Engine
+	status(ctx context.Context) (control.AutoReplyStatus, control.Budget, error)
+	test(ctx context.Context) control.AutoReplyTest
+}
+
+func (n *Node) autoReplyRoutes(s *control.Server) {
+	s.Handle("POST", "/v1/autoreply/test", func(r *http.Request) (any, error) {
+		if n.ar == nil {
+			return nil, reasons.New(NotInBuild, "")
+		}
+		// A test turn may run as long as a real one (api_timeout_seconds) plus start-up.
+		ctx, cancel := context.WithTimeout(r.Context(), n.cfg.AutoReply.APITimeout+time.Minute)
+		defer cancel()
+		return n.ar.test(ctx), nil
+	})
+}
+
+// fillAutoReply adds the engine's state and the real budget to st.
+func (n *Node) fillAutoReply(st *control.Status) {
+	st.AutoReply = control.AutoReplyStatus{Active: []control.ActiveRun{}, Reasons: []control.ReasonCount{}}
+	if n.ar == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ar, b, err := n.ar.status(ctx)
+	if err != nil {
+		n.log.Warn("auto-reply status", "err", err)
+		st.Warnings = append(st.Warnings, control.Warning{Code: string(reasons.Internal), Text: reasons.Text(reasons.Internal), Detail: "auto-reply status: " + err.Error()})
+		return
+	}
+	st.AutoReply, st.Budget = ar, b
+	if ar.Sandbox.Probed && !ar.Sandbox.OK && ar.Sandbox.Code != "" {
+		st.Warnings = append(st.Warnings, control.Warning{Code: ar.Sandbox.Code, Text: reasons.Text(reasons.Code(ar.Sandbox.Code)), Detail: ar.Sandbox.Detail})
+	}
+	if ar.Sandbox.Limits == string(reasons.NoCgroupLimits) {
+		st.Warnings = append(st.Warnings, control.Warning{Code: string(reasons.NoCgroupLimits), Text: reasons.Text(reasons.NoCgroupLimits)})
+	}
+}

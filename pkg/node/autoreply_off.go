@@ -1,0 +1,9 @@
+//go:build noautoreply
+
+package node
+
+import "context"
+
+// startAutoReply does nothing: auto-reply is not in this build (C5). With no engine the peer
+// service leaves every task in the inbox for the operator.
+func (n *Node) startAutoReply(context.Context) error { return nil }

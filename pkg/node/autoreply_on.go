@@ -1,0 +1,134 @@
+//go:build !noautoreply
+
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"time"
+
+	"anet.dev/anet/pkg/autoreply"
+	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// startAutoReply builds the auto-reply engine over the two helpers, unless Options.Engine
+// already names one. It must run after startHelpers and before startPeers.
+func (n *Node) startAutoReply(ctx context.Context) error {
+	if n.opts.Engine != nil {
+		return nil
+	}
+	e, err := autoreply.New(autoreply.Options{
+		Config: n.cfg.AutoReply,
+		Dirs: autoreply.Dirs{
+			SandboxWork: n.paths.SandboxWorkRoot(),
+			DirectWork:  n.paths.WorkRoot(n.cfg),
+			RunRoot:     filepath.Join(n.paths.CacheDir, "runs"),
+			Hidden:      []string{n.paths.DataDir, n.paths.RuntimeDir, n.paths.ConfigDir},
+		},
+		Sandbox:   sandboxSeam{SandboxClient{sup: n.sandboxd}},
+		Endpoints: egressClient{n.egress},
+		Completer: egressClient{n.egress},
+		Ledger:    autoreply.Ledger{Store: n.store, Signer: n.id},
+		Log:       n.log,
+		Ready:     n.waitHelpers,
+	})
+	if err != nil {
+		return err
+	}
+	go e.SweepWork(ctx)
+	ar := engineAdapter{e}
+	n.ar = ar
+	n.opts.Engine = ar
+	return nil
+}
+
+// helperStartWait bounds how long a turn waits for helpers that are still starting.
+const helperStartWait = 30 * time.Second
+
+// waitHelpers returns once both helpers run, or after helperStartWait, or when ctx ends.
+func (n *Node) waitHelpers(ctx context.Context) {
+	deadline := time.Now().Add(helperStartWait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if n.sandboxd.Status().State == privsep.StateRunning && n.egress.Status().State == privsep.StateRunning {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// sandboxSeam adapts SandboxClient to the engine's interface.
+type sandboxSeam struct{ c SandboxClient }
+
+func (s sandboxSeam) Probe(ctx context.Context) (sandbox.ProbeResult, error) { return s.c.Probe(ctx) }
+
+func (s sandboxSeam) Run(ctx context.Context, spec sandbox.Spec) (autoreply.RunResult, error) {
+	r, err := s.c.Run(ctx, spec)
+	return autoreply.RunResult{Outcome: r.Outcome, Stdout: r.Stdout, Stderr: r.Stderr}, err
+}
+
+// egressClient calls anet-egress: per-run endpoints and the openai back-end's completion.
+type egressClient struct{ sup *privsep.Supervisor }
+
+func (c egressClient) Open(ctx context.Context, p runpolicy.Policy) (runpolicy.OpenReply, error) {
+	var out runpolicy.OpenReply
+	_, err := c.sup.Call(ctx, runpolicy.MethodOpen, runpolicy.OpenRequest{Policy: p}, &out)
+	return out, err
+}
+
+func (c egressClient) Close(ctx context.Context, runID string) (json.RawMessage, error) {
+	var out runpolicy.CloseReply
+	_, err := c.sup.Call(ctx, runpolicy.MethodClose, runpolicy.CloseRequest{RunID: runID}, &out)
+	return out.Usage, err
+}
+
+func (c egressClient) Complete(ctx context.Context, req completion.Request) (completion.Reply, error) {
+	var out completion.Reply
+	_, err := c.sup.Call(ctx, completion.Method, req, &out)
+	return out, err
+}
+
+// engineAdapter turns the engine's state into the control API's documents.
+type engineAdapter struct{ *autoreply.Engine }
+
+func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, control.Budget, error) {
+	st, err := a.Engine.Status(ctx)
+	if err != nil {
+		return control.AutoReplyStatus{}, control.Budget{}, err
+	}
+	out := control.AutoReplyStatus{
+		Compiled: true, Backend: st.Backend, Agent: st.Agent, Trusted: st.Trusted, Untrusted: st.Untrusted,
+		RunsActive: len(st.Active), Active: []control.ActiveRun{}, Reasons: []control.ReasonCount{},
+		Sandbox: control.SandboxState{Probed: st.Sandbox.Probed, OK: st.Sandbox.OK, Code: string(st.Sandbox.Code), Detail: st.Sandbox.Detail, Limits: st.Sandbox.Limits, At: st.Sandbox.At},
+	}
+	for _, r := range st.Active {
+		out.Active = append(out.Active, control.ActiveRun{Run: r.Run, Peer: r.Peer, Interaction: r.Interaction, Route: string(r.Route), Started: r.Started})
+	}
+	for _, ev := range st.Events {
+		out.Reasons = append(out.Reasons, control.ReasonCount{Code: string(ev.Code), Text: reasons.Text(ev.Code), Count: ev.Count, Last: ev.Last, Detail: ev.Detail})
+	}
+	u := st.Budget
+	b := control.Budget{RunsToday: u.RunsToday, RunsPerDay: u.Limits.PerDay, RunsPerPeerPerDay: u.Limits.PerPeer, Left: u.Left, DayEnds: u.DayEnds, DayStarts: u.DayStart, InFlight: u.InFlight}
+	return out, b, nil
+}
+
+func (a engineAdapter) test(ctx context.Context) control.AutoReplyTest {
+	r := a.Engine.Test(ctx)
+	out := control.AutoReplyTest{OK: r.OK, Trusted: r.Trusted, Route: string(r.Route), Answer: r.Answer, Counted: r.Counted, Stages: []control.AutoReplyStage{}}
+	for _, s := range r.Stages {
+		st := control.AutoReplyStage{Name: s.Name, OK: s.OK, Code: string(s.Code), Detail: s.Detail}
+		if s.Code != "" {
+			st.Text = reasons.Text(s.Code)
+		}
+		out.Stages = append(out.Stages, st)
+	}
+	return out
+}
