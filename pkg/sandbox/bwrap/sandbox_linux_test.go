@@ -126,9 +126,9 @@ func TestBackgroundProcessGone(t *testing.T) {
 	}
 }
 
-// TestKill9OfLauncherKillsRuns: SIGKILL of anet-sandboxd ends its runs (S4 "runs end when
-// the node ends"; issue 3 asks for 2 s, which PDEATHSIG gives at once; the test waits
-// longer only to stay robust on a loaded machine, and logs the time taken).
+// TestKill9OfLauncherKillsRuns: SIGKILL of anet-sandboxd ends its runs within 2 s (S4 "runs
+// end when the node ends", issue 3). PDEATHSIG and the pid namespace make it immediate; the
+// time taken is logged.
 func TestKill9OfLauncherKillsRuns(t *testing.T) {
 	h := newHost(t)
 	n := uniqueSleep()
@@ -141,7 +141,7 @@ func TestKill9OfLauncherKillsRuns(t *testing.T) {
 	waitFor(t, "run started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
 	_ = c.Process.Signal(syscall.SIGKILL)
 	_ = c.Wait()
-	took := waitFor(t, "runs gone after kill -9 of anet-sandboxd", 10*time.Second, func() bool { return !markerAlive("sleep " + n) })
+	took := waitFor(t, "runs gone after kill -9 of anet-sandboxd", 2*time.Second, func() bool { return !markerAlive("sleep " + n) })
 	t.Logf("runs gone %v after SIGKILL of the launcher", took)
 }
 
