@@ -46,21 +46,9 @@ func (e *Engine) anthropicBody(api API, o object, betas map[string]bool, n *note
 	if api == AnthropicCountTokens {
 		allowed = anthropicCountFields
 	}
-	if _, ok := o["mcp_servers"]; ok {
-		return refuse(MCPServersRefused, "mcp_servers")
+	if r := e.topLevel(o, allowed, n); r != nil {
+		return r
 	}
-	if _, ok := o["container"]; ok {
-		return refuse(ContainerRefused, "container")
-	}
-	for _, k := range sortedKeys(o) {
-		if !allowed[k] {
-			return refuse(FieldNotAllowed, "%s", clip(k, 60))
-		}
-	}
-	if m, _ := o["model"].(string); m != e.pinned.ID {
-		n.add("model %q→%q", clip(m, 60), e.pinned.ID)
-	}
-	o["model"] = e.pinned.ID
 	if api == AnthropicMessages {
 		if r := capTokens(o, "max_tokens", "max_tokens", e.cap, true, n); r != nil {
 			return r

@@ -162,3 +162,25 @@ func clip(s string, n int) string {
 	}
 	return s
 }
+
+// topLevel applies what every API's body shares at its top level: remote tool servers and
+// containers refused (E5), only the API's known fields (an unknown one could be a new
+// server-side feature), and the model pinned (E2).
+func (e *Engine) topLevel(o object, allowed map[string]bool, n *notes) *Refusal {
+	if _, ok := o["mcp_servers"]; ok {
+		return refuse(MCPServersRefused, "mcp_servers")
+	}
+	if _, ok := o["container"]; ok {
+		return refuse(ContainerRefused, "container")
+	}
+	for _, k := range sortedKeys(o) {
+		if !allowed[k] {
+			return refuse(FieldNotAllowed, "%s", clip(k, 60))
+		}
+	}
+	if m, _ := o["model"].(string); m != e.pinned.ID {
+		n.add("model %q→%q", clip(m, 60), e.pinned.ID)
+	}
+	o["model"] = e.pinned.ID
+	return nil
+}

@@ -69,24 +69,12 @@ func (e *Engine) openAIBody(api API, o object, n *notes) *Refusal {
 			delete(o, f)
 		}
 	}
-	if _, ok := o["mcp_servers"]; ok {
-		return refuse(MCPServersRefused, "mcp_servers")
-	}
-	if _, ok := o["container"]; ok {
-		return refuse(ContainerRefused, "container")
-	}
 	if _, ok := o["web_search_options"]; ok {
 		return refuse(ServerToolRefused, "web_search_options")
 	}
-	for _, k := range sortedKeys(o) {
-		if !allowed[k] {
-			return refuse(FieldNotAllowed, "%s", clip(k, 60))
-		}
+	if r := e.topLevel(o, allowed, n); r != nil {
+		return r
 	}
-	if m, _ := o["model"].(string); m != e.pinned.ID {
-		n.add("model %q→%q", clip(m, 60), e.pinned.ID)
-	}
-	o["model"] = e.pinned.ID
 	if s, ok := o["store"]; !ok || s != false {
 		n.add("store forced false")
 	}
