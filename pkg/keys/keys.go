@@ -146,7 +146,9 @@ func parse(path string, data []byte) (Keys, error) {
 			known = known || p == k.Value
 		}
 		if !known {
-			return Keys{}, fmt.Errorf("keys file %s:%d: unknown provider %q (known: %s)", path, k.Line, k.Value, strings.Join(Providers, ", "))
+			// The name is not echoed: a key pasted where a provider name belongs would
+			// otherwise land in the error, and from there in a log.
+			return Keys{}, fmt.Errorf("keys file %s:%d: unknown provider name (known: %s)", path, k.Line, strings.Join(Providers, ", "))
 		}
 		if _, dup := m[k.Value]; dup {
 			return Keys{}, fmt.Errorf("keys file %s:%d: provider %q appears twice", path, k.Line, k.Value)
