@@ -75,6 +75,6 @@ func ServeHelper(ctx context.Context, name string, handlers map[string]Handler, 
 	}
 	p := NewPeer(conn, all, nil, log)
 	err = p.Run(ctx)
-	log.Info("helper stopping", "helper", name)
+	log.Info("helper stopping")
 	return err
 }
