@@ -113,6 +113,10 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 		return err
 	}
 	n := &Node{opts: o, paths: paths, cfg: cfg, id: id, store: st, log: log, started: time.Now()}
+	if w := rootWarnings(os.Geteuid()); len(w) > 0 {
+		n.warnings = append(n.warnings, w...)
+		log.Warn("anetd runs as root", "code", RunningAsRoot)
+	}
 	defer func() {
 		if err := st.Close(); err != nil {
 			log.Error("close store", "err", err)

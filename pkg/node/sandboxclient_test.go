@@ -87,3 +87,12 @@ func TestSandboxClientFailsClosedWithoutBwrap(t *testing.T) {
 		t.Fatal("the command ran although the sandbox is unavailable")
 	}
 }
+
+func TestRootWarning(t *testing.T) {
+	if w := rootWarnings(0); len(w) != 1 || w[0].Code != string(RunningAsRoot) {
+		t.Fatalf("rootWarnings(0) = %v, want running_as_root", w)
+	}
+	if w := rootWarnings(1000); len(w) != 0 {
+		t.Fatalf("rootWarnings(1000) = %v, want none", w)
+	}
+}
