@@ -59,6 +59,12 @@ func TestSendReplyRoundTrip(t *testing.T) {
 	if got := outState(t, a, it.ID); got.AnswerText != "4" || got.AnswerType != "reply" {
 		t.Fatalf("A's interaction = %+v, want reply 4", got)
 	}
+	// B records message_delivered when A's ack for the reply arrives, which may be just
+	// after A has stored the reply: wait for it rather than race it.
+	waitFor(t, "B's reply marked delivered", func() bool {
+		entries, err := b.store.List(ctx, store.ListOptions{Kind: "message_delivered"})
+		return err == nil && len(entries) == 1
+	})
 	for _, tc := range []struct {
 		node  *testNode
 		kinds []string
