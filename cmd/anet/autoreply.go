@@ -54,11 +54,7 @@ func autoReplyCommand() *cli.Command {
 				Name:  "show",
 				Usage: "print the auto_reply section with every default filled in",
 				Action: func(c *cli.Context) error {
-					path, err := configPath(c)
-					if err != nil {
-						return err
-					}
-					cfg, err := config.Load(path)
+					path, cfg, err := loadConfig(c)
 					if err != nil {
 						return err
 					}

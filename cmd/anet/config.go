@@ -20,6 +20,16 @@ func configPath(c *cli.Context) (string, error) {
 	return p.ConfigFile, nil
 }
 
+// loadConfig reads the operator's config file (--config or the default path).
+func loadConfig(c *cli.Context) (string, config.Config, error) {
+	path, err := configPath(c)
+	if err != nil {
+		return "", config.Config{}, err
+	}
+	cfg, err := config.Load(path)
+	return path, cfg, err
+}
+
 func configCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "config",
@@ -29,11 +39,7 @@ func configCommand() *cli.Command {
 				Name:  "show",
 				Usage: "print the effective configuration with defaults",
 				Action: func(c *cli.Context) error {
-					path, err := configPath(c)
-					if err != nil {
-						return err
-					}
-					cfg, err := config.Load(path)
+					path, cfg, err := loadConfig(c)
 					if err != nil {
 						return err
 					}
@@ -53,11 +59,7 @@ func configCommand() *cli.Command {
 					if c.NArg() != 1 {
 						return fmt.Errorf("usage: anet config get KEY")
 					}
-					path, err := configPath(c)
-					if err != nil {
-						return err
-					}
-					cfg, err := config.Load(path)
+					_, cfg, err := loadConfig(c)
 					if err != nil {
 						return err
 					}
