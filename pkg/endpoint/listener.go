@@ -91,6 +91,10 @@ type limitConn struct {
 	once sync.Once
 }
 
+// NetConn exposes the socket under the wrapper, so the egress tunnel can keep its zero-copy
+// splice path; closing still goes through Close, which frees the connection's slot.
+func (c *limitConn) NetConn() net.Conn { return c.Conn }
+
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
