@@ -139,6 +139,12 @@ func TestKeyNeverLeavesEgress(t *testing.T) {
 		surfaces[name+" environ"] = readProc(t, pid, "environ")
 		surfaces[name+" cmdline"] = readProc(t, pid, "cmdline")
 	}
+	// No core dump can carry the key (or the identity key) to disk: RLIMIT_CORE 0, hard.
+	for name, pid := range map[string]int{"anetd": n.cmd.Process.Pid, "sandboxd": n.helper("sandboxd"), "egress": n.helper("egress")} {
+		if !coreLimitZero(readProc(t, pid, "limits")) {
+			t.Errorf("%s may dump core:\n%s", name, readProc(t, pid, "limits"))
+		}
+	}
 	n.stop()
 	surfaces["logs"] = []byte(n.logs.String())
 	filepath.Walk(n.path("data"), func(p string, fi os.FileInfo, err error) error {
@@ -378,4 +384,15 @@ func TestBadConfigRefusedAtStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// coreLimitZero reads /proc/PID/limits: "Max core file size  0  0  bytes".
+func coreLimitZero(limits []byte) bool {
+	for _, line := range strings.Split(string(limits), "\n") {
+		if strings.HasPrefix(line, "Max core file size") {
+			f := strings.Fields(strings.TrimPrefix(line, "Max core file size"))
+			return len(f) >= 2 && f[0] == "0" && f[1] == "0"
+		}
+	}
+	return false
 }

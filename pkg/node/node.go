@@ -99,6 +99,10 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// anetd holds the identity key; a core file must never carry it to disk.
+	if err := privsep.NoCoreDumps(); err != nil {
+		return err
+	}
 	for _, d := range []string{paths.DataDir, paths.RuntimeDir, paths.CacheDir} {
 		if err := config.EnsurePrivateDir(d); err != nil {
 			return err

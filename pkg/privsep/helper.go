@@ -41,6 +41,11 @@ func ServeHelper(ctx context.Context, name string, handlers map[string]Handler, 
 	// A helper's files, directories and sockets are its own: set the umask here rather than
 	// inherit whatever the parent had at fork time.
 	syscall.Umask(0o077)
+	// A helper's memory may hold a key (anet-egress) or a run's placeholder: no core dump may
+	// ever carry it to disk.
+	if err := NoCoreDumps(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
 	conn, err := FromFD(HelperFD)
 	if err != nil {
 		return fmt.Errorf("%s: no protocol socket on fd %d (start it through anetd): %w", name, HelperFD, err)
@@ -77,4 +82,14 @@ func ServeHelper(ctx context.Context, name string, handlers map[string]Handler, 
 	err = p.Run(ctx)
 	log.Info("helper stopping")
 	return err
+}
+
+// NoCoreDumps sets RLIMIT_CORE to 0 (soft and hard), so this process never writes a core
+// file, whatever the system's core pattern: its memory may hold a key. anetd calls it too (it
+// holds the identity key).
+func NoCoreDumps() error {
+	if err := syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{}); err != nil {
+		return fmt.Errorf("set RLIMIT_CORE 0: %w", err)
+	}
+	return nil
 }
