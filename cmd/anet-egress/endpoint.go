@@ -18,6 +18,7 @@ import (
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/privsep"
 )
 
 func init() { commands = append(commands, endpointCommand()) }
@@ -88,6 +89,10 @@ func readPolicy(path string) (endpoint.Policy, error) {
 
 // runEndpoint serves until ctx ends, then closes the endpoint and logs its usage.
 func runEndpoint(ctx context.Context, cfg endpointConfig, stdout io.Writer, log *slog.Logger) error {
+	// This process holds the operator's key too: no core file may carry it to disk.
+	if err := privsep.NoCoreDumps(); err != nil {
+		return err
+	}
 	p, err := readPolicy(cfg.PolicyPath)
 	if err != nil {
 		return err
