@@ -42,10 +42,7 @@ func printStatus(st control.Status) {
 		keyed = strings.Join(st.ProvidersKeyed, ", ")
 	}
 	fmt.Fprintf(w, "keys for:\t%s\n", keyed)
-	b := st.Budget
-	fmt.Fprintf(w, "budget:\t%d of %d untrusted runs used today (%d per peer), %d in flight, %d left; day ends %s\n",
-		b.RunsToday, b.RunsPerDay, b.RunsPerPeerPerDay, b.InFlight, b.Left, b.DayEnds.Local().Format("2006-01-02 15:04 MST"))
-	printAutoReplyStatus(w, st.AutoReply, b)
+	printAutoReplyStatus(w, st.AutoReply, st.Budget)
 	w.Flush()
 	fmt.Println("helpers:")
 	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
@@ -77,7 +74,8 @@ func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Bud
 		return
 	}
 	fmt.Fprintf(w, "auto-reply:\tbackend %s, agent %s; trusted %s, untrusted %s\n", ar.Backend, ar.Agent, ar.Trusted, ar.Untrusted)
-	fmt.Fprintf(w, "runs:\t%d active, %d runs today, %d left, next day boundary %s\n", ar.RunsActive, b.RunsToday, b.Left, b.DayEnds.Local().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(w, "runs:\t%d active; %d of %d untrusted runs used today (%d per peer), %d in flight, %d left; day ends %s\n",
+		ar.RunsActive, b.RunsToday, b.RunsPerDay, b.RunsPerPeerPerDay, b.InFlight, b.Left, b.DayEnds.Local().Format("2006-01-02 15:04 MST"))
 	for _, r := range ar.Active {
 		fmt.Fprintf(w, "  run %s\t%s %s (%s) since %s\n", r.Run, r.Peer, r.Interaction, r.Route, r.Started.Local().Format("15:04:05"))
 	}

@@ -39,12 +39,13 @@ func (n *Node) status() control.Status {
 		DataDir:       n.paths.DataDir,
 		ControlSocket: n.paths.ControlSocket(),
 		ListenAddr:    n.listenAddr(),
-		Warnings:      n.warningsSnapshot(),
+		Warnings:      append([]control.Warning(nil), n.warnings...),
+		// The engine fills in the counts and the day's bounds (fillAutoReply); a build
+		// without auto-reply has no budget to spend.
 		Budget: control.Budget{
 			RunsPerDay:        n.cfg.AutoReply.Sandbox.RunsPerDay,
 			RunsPerPeerPerDay: n.cfg.AutoReply.Sandbox.RunsPerPeerPerDay,
 			Left:              n.cfg.AutoReply.Sandbox.RunsPerDay,
-			DayEnds:           nextMidnight(now),
 		},
 		ProvidersKeyed: []string{},
 	}
@@ -82,13 +83,6 @@ func helperDetail(hs privsep.Status) string {
 		d += " (last error: " + hs.LastError + ", restarts: " + strconv.Itoa(hs.Restarts) + ")"
 	}
 	return d
-}
-
-// nextMidnight is the end of the local calendar day containing t. Adding a day to the date
-// (not 24 hours to the instant) keeps it right across DST changes.
-func nextMidnight(t time.Time) time.Time {
-	y, m, d := t.Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, t.Location())
 }
 
 func (n *Node) listEvidence(r *http.Request) (any, error) {

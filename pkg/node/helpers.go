@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"anet.dev/anet/pkg/privsep"
 )
+
+var errNoHelper = errors.New("helper binary not found")
 
 // helperEnvBase lists the only variables a helper gets, by name. Nothing is copied from the
 // daemon's environment wholesale (ARCHITECTURE rule 2): not the operator's secrets, not a

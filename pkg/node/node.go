@@ -9,7 +9,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -57,7 +56,8 @@ type Node struct {
 	peers    *peer.Service
 	ar       autoReplier // the auto-reply engine; nil when not in the build or replaced
 
-	mu       sync.Mutex // guards warnings
+	// warnings are set at start-up, before the control socket serves anyone, and only
+	// read after that.
 	warnings []control.Warning
 }
 
@@ -140,30 +140,28 @@ func Run(ctx context.Context, o Options, log *slog.Logger) error {
 	if err := n.startHelpers(hctx); err != nil {
 		return err
 	}
+	// Every way out stops the helpers (and with them every run and endpoint) before the
+	// store closes; Stop is idempotent, so the orderly path below may stop them first.
+	defer n.stopHelpers()
 
 	if err := n.startAutoReply(hctx); err != nil {
-		n.stopHelpers()
 		return err
 	}
 	if err := n.startPeers(); err != nil {
-		n.stopHelpers()
 		return err
 	}
 	defer n.peers.Close()
 
 	tok, err := control.NewToken()
 	if err != nil {
-		n.stopHelpers()
 		return err
 	}
 	if err := control.WriteToken(paths.ControlToken(), tok); err != nil {
-		n.stopHelpers()
 		return err
 	}
 	defer os.Remove(paths.ControlToken())
 	l, err := control.Listen(paths.ControlSocket())
 	if err != nil {
-		n.stopHelpers()
 		return err
 	}
 	srv := control.NewServer(tok, log)
@@ -222,11 +220,3 @@ func (n *Node) stopHelpers() {
 	}
 	wg.Wait()
 }
-
-func (n *Node) warningsSnapshot() []control.Warning {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return append([]control.Warning(nil), n.warnings...)
-}
-
-var errNoHelper = errors.New("helper binary not found")

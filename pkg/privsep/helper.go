@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"anet.dev/anet/pkg/reasons"
 )
 
 // Methods every helper answers.
@@ -70,7 +72,7 @@ func ServeHelper(ctx context.Context, name string, handlers map[string]Handler, 
 				return Reply{Body: r}, nil
 			}
 		}
-		return Reply{}, &Error{Code: "bad_request", Message: fmt.Sprintf("no common protocol version (parent speaks %v, %s speaks %d)", h.Versions, name, Version)}
+		return Reply{}, &Error{Code: reasons.BadRequest, Message: fmt.Sprintf("no common protocol version (parent speaks %v, %s speaks %d)", h.Versions, name, Version)}
 	}
 	// shutdown only acknowledges: the parent then closes its end, and the EOF is what ends
 	// the helper. One way to stop (EOF) means a parent that dies without asking stops its
