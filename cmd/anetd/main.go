@@ -42,21 +42,18 @@ func run(c *cli.Context) error {
 		return fmt.Errorf("unexpected argument %q", c.Args().First())
 	}
 	o := node.Options{ConfigPath: c.String("config"), HelperDir: c.String("helper-dir"), Env: os.Getenv, Version: version}
-	if c.Bool("check") {
-		p, _, err := node.Load(o)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("configuration %s is valid\n", p.ConfigFile)
-		return nil
-	}
-	// The log level comes from the config; a config error is printed by main.
-	_, cfg, err := node.Load(o)
+	// Loaded once: the log level and the node come from the same reading of the file. A
+	// config error is printed by main.
+	p, cfg, err := node.Load(o)
 	if err != nil {
 		return err
+	}
+	if c.Bool("check") {
+		fmt.Printf("configuration %s is valid\n", p.ConfigFile)
+		return nil
 	}
 	log := logging.New(os.Stderr, cfg.LogLevel.Slog())
 	// Packages that log through the default logger get the same handler and redaction.
 	slog.SetDefault(log)
-	return node.Run(context.Background(), o, log)
+	return node.Run(context.Background(), o, p, cfg, log)
 }

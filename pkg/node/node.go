@@ -90,14 +90,11 @@ func Load(o Options) (config.Paths, config.Config, error) {
 	return p, c, nil
 }
 
-// Run starts the node and blocks until ctx ends or SIGTERM/SIGINT arrives.
-func Run(ctx context.Context, o Options, log *slog.Logger) error {
+// Run starts the node with what Load returned and blocks until ctx ends or SIGTERM/SIGINT
+// arrives.
+func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, log *slog.Logger) error {
 	if o.Env == nil {
 		o.Env = os.Getenv
-	}
-	paths, cfg, err := Load(o)
-	if err != nil {
-		return err
 	}
 	// anetd holds the identity key; a core file must never carry it to disk.
 	if err := privsep.NoCoreDumps(); err != nil {
