@@ -186,10 +186,7 @@ func TestTunnelOverUnixSocket(t *testing.T) {
 
 // TestCloseEndsTunnels: Close (the run is over) ends open tunnels and refuses new ones.
 func TestCloseEndsTunnels(t *testing.T) {
-	up := startSink(t)
-	redirectTo(t, pypiIP+":443", up.addr)
-	tp := startProxy(t, Policy{Allow: []string{"pypi.org"}},
-		&countingResolver{table: map[string][]netip.Addr{"pypi.org": addrs(pypiIP)}})
+	tp, up := pypiProxy(t, Limits{})
 	conn := tp.open(t, "pypi.org")
 	conn.Write(goHello(t, tlsConfig("pypi.org")))
 	sc := up.conn(t, 0)

@@ -19,6 +19,7 @@ func TestAllowListAgreesWithConfig(t *testing.T) {
 		"printer.local", "metadata.google.internal", "nas.lan", "router.home.arpa", "intranet",
 		"münchen.de", "my_host.example.com", "-a.example.com", "a-.example.com",
 		"api.anthropic.com", "api.openai.com", "x.api.openai.com", "llm.example.net",
+		"xn--abc-.de", "host.0xff", "a.b", "pypi.org.local", "a.example.lan.", "LLM.example.net",
 	}
 	const apiBase = "https://llm.example.net/v1"
 	for _, e := range entries {

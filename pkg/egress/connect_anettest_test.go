@@ -138,10 +138,7 @@ func TestConnectRefusedByServerH4(t *testing.T) {
 // TestConnectLogsNoCredentials: whatever the agent puts in a CONNECT's headers (its
 // placeholder key, say) is never written to the log, whether the tunnel opens or not (F3).
 func TestConnectLogsNoCredentials(t *testing.T) {
-	up := startSink(t)
-	redirectTo(t, pypiIP+":443", up.addr)
-	tp := startProxy(t, Policy{Allow: []string{"pypi.org"}},
-		&countingResolver{table: map[string][]netip.Addr{"pypi.org": addrs(pypiIP)}})
+	tp, _ := pypiProxy(t, Limits{})
 	const secret = "sk-ant-placeholder-0123456789"
 	for _, target := range []string{"pypi.org:443", "evil.example.com:443", "pypi.org:80"} {
 		c, _, _ := tp.connect(t, "CONNECT "+target+" HTTP/1.1\r\nProxy-Authorization: Bearer "+secret+"\r\nX-Api-Key: "+secret+"\r\n\r\n")

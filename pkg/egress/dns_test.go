@@ -22,6 +22,7 @@ type fakeDNS struct {
 	rcode    dnsmessage.RCode
 	truncUDP bool // answer UDP with TC set and no records
 	spoof    bool // send a reply with a wrong ID before the real one
+	spoofQ   bool // send a reply with the right ID for another name (answering loopback) first
 	asked    []string
 }
 
@@ -175,13 +176,25 @@ func (d *fakeDNS) answer(b []byte, udp bool) [][]byte {
 	if err != nil {
 		return nil
 	}
-	if !d.spoof {
+	var first []byte
+	switch {
+	case d.spoof:
+		bad := resp
+		bad.ID++
+		bad.Answers = nil
+		bad.RCode = dnsmessage.RCodeNameError
+		first, _ = bad.Pack()
+	case d.spoofQ:
+		other := dnsmessage.MustNewName("evil.example.com.")
+		bad := resp
+		bad.Questions = []dnsmessage.Question{{Name: other, Type: qq.Type, Class: qq.Class}}
+		bad.Answers = []dnsmessage.Resource{{
+			Header: dnsmessage.ResourceHeader{Name: other, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 60},
+			Body:   &dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}},
+		}}
+		first, _ = bad.Pack()
+	default:
 		return [][]byte{out}
 	}
-	bad := resp
-	bad.ID++
-	bad.Answers = nil
-	bad.RCode = dnsmessage.RCodeNameError
-	spoofed, _ := bad.Pack()
-	return [][]byte{spoofed, out}
+	return [][]byte{first, out}
 }

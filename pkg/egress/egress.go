@@ -18,6 +18,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,25 +54,14 @@ func DefaultLimits() Limits {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.OpenTunnels == 0 {
-		l.OpenTunnels = d.OpenTunnels
+	return Limits{
+		OpenTunnels:   cmp.Or(l.OpenTunnels, d.OpenTunnels),
+		TotalTunnels:  cmp.Or(l.TotalTunnels, d.TotalTunnels),
+		SentBytes:     cmp.Or(l.SentBytes, d.SentBytes),
+		ReceivedBytes: cmp.Or(l.ReceivedBytes, d.ReceivedBytes),
+		HelloTimeout:  cmp.Or(l.HelloTimeout, d.HelloTimeout),
+		IdleTimeout:   cmp.Or(l.IdleTimeout, d.IdleTimeout),
 	}
-	if l.TotalTunnels == 0 {
-		l.TotalTunnels = d.TotalTunnels
-	}
-	if l.SentBytes == 0 {
-		l.SentBytes = d.SentBytes
-	}
-	if l.ReceivedBytes == 0 {
-		l.ReceivedBytes = d.ReceivedBytes
-	}
-	if l.HelloTimeout == 0 {
-		l.HelloTimeout = d.HelloTimeout
-	}
-	if l.IdleTimeout == 0 {
-		l.IdleTimeout = d.IdleTimeout
-	}
-	return l
 }
 
 func (l Limits) validate() error {

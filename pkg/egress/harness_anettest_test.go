@@ -301,6 +301,17 @@ func (tp *testProxy) logText() string {
 	return tp.logs.String()
 }
 
+// pypiProxy is a proxy allowing pypi.org under lim, with pypi.org's public address sent on
+// to a sink.
+func pypiProxy(t *testing.T, lim Limits) (*testProxy, *sink) {
+	t.Helper()
+	up := startSink(t)
+	redirectTo(t, pypiIP+":443", up.addr)
+	tp := startProxy(t, Policy{Allow: []string{"pypi.org"}, Limits: lim},
+		&countingResolver{table: map[string][]netip.Addr{"pypi.org": addrs(pypiIP)}})
+	return tp, up
+}
+
 func startProxy(t *testing.T, pol Policy, res Resolver) *testProxy {
 	t.Helper()
 	return startProxyOn(t, pol, res, false)

@@ -17,10 +17,7 @@ import (
 func TestTunnelClientHelloH6(t *testing.T) {
 	for _, c := range helloCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			up := startSink(t)
-			redirectTo(t, pypiIP+":443", up.addr)
-			tp := startProxy(t, Policy{Allow: []string{"pypi.org"}},
-				&countingResolver{table: map[string][]netip.Addr{"pypi.org": addrs(pypiIP)}})
+			tp, up := pypiProxy(t, Limits{})
 			conn := tp.open(t, "pypi.org")
 			writeHello(t, conn, c.raw, c.byteWrite)
 			if c.closeMid {
@@ -77,10 +74,7 @@ func writeHello(t *testing.T, c net.Conn, raw []byte, byteWise bool) {
 // TestTunnelSlowHelloH6: a hello that does not complete before the deadline closes the
 // tunnel with egress_hello_timeout, and nothing reaches the upstream.
 func TestTunnelSlowHelloH6(t *testing.T) {
-	up := startSink(t)
-	redirectTo(t, pypiIP+":443", up.addr)
-	tp := startProxy(t, Policy{Allow: []string{"pypi.org"}, Limits: Limits{HelloTimeout: 300 * time.Millisecond}},
-		&countingResolver{table: map[string][]netip.Addr{"pypi.org": addrs(pypiIP)}})
+	tp, up := pypiProxy(t, Limits{HelloTimeout: 300 * time.Millisecond})
 	conn := tp.open(t, "pypi.org")
 	hello := goHello(t, tlsConfig("pypi.org"))
 	conn.Write(hello[:len(hello)/2])

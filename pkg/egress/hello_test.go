@@ -14,6 +14,8 @@ type helloCase struct {
 	byteWrite bool         // send in 1-byte writes (end-to-end test)
 	closeMid  bool         // the agent closes after raw (raw is incomplete)
 	want      reasons.Code // "" = the hello passes
+	// Which of the two checks lets this refused hello through alone (the other one stops it).
+	oursPasses, tlsPasses bool
 }
 
 // capHello returns a hand-made hello for pypi.org whose records total exactly size bytes.
@@ -71,7 +73,7 @@ func helloCases(t *testing.T) []helloCase {
 		{name: "ECH empty", raw: records(helloMsg(sni, ext{extECH, nil}), 1<<14), want: ECHRefused},
 		{name: "ECH split across 1-byte records", raw: records(helloMsg(sni, greaseECH()), 1), want: ECHRefused},
 		{name: "legacy ESNI 0xffce", raw: records(helloMsg(sni, ext{extECHLegacy, randomBytes(40)}), 1<<14), want: ECHRefused},
-		{name: "ech_outer_extensions", raw: records(helloMsg(sni, ext{extECHOuter, []byte{2, 0, 10}}), 1<<14), want: ECHRefused},
+		{name: "ech_outer_extensions", raw: records(helloMsg(sni, ext{extECHOuter, []byte{2, 0, 10}}), 1<<14), want: ECHRefused, tlsPasses: true},
 		{name: "not TLS: HTTP", raw: []byte("GET / HTTP/1.1\r\nHost: pypi.org\r\n\r\n"), want: NotTLS},
 		{name: "not TLS: SSH banner", raw: []byte("SSH-2.0-OpenSSH_9.2\r\n"), want: NotTLS},
 		{name: "not TLS: SSLv2 hello", raw: []byte{0x80, 0x2e, 0x01, 0x03, 0x01, 0, 0x15, 0, 0, 0, 0x10}, want: NotTLS},
@@ -84,7 +86,7 @@ func helloCases(t *testing.T) []helloCase {
 		{name: "extensions block too short", raw: records(truncateExts(helloMsg(sni)), 1<<14), want: BadHello},
 		// Our parser does not look inside supported_versions; crypto/tls does and refuses an
 		// empty list, so this case passes only if the second check runs.
-		{name: "malformed supported_versions (crypto/tls check)", raw: records(helloMsg(sni, ext{0x002b, []byte{0}}), 1<<14), want: BadHello},
+		{name: "malformed supported_versions (crypto/tls check)", raw: records(helloMsg(sni, ext{0x002b, []byte{0}}), 1<<14), want: BadHello, oursPasses: true},
 		{name: "agent closes mid-hello", raw: real[:20], closeMid: true, want: BadHello},
 	}
 }
@@ -112,6 +114,35 @@ func TestCheckHello(t *testing.T) {
 			}
 			if c.want == "" && !bytes.Equal(raw, c.raw) {
 				t.Fatalf("checkHello(%s) recorded %d bytes, want the %d sent", c.name, len(raw), len(c.raw))
+			}
+		})
+	}
+}
+
+// TestHelloChecksEachRefuse: each of the two hello checks refuses on its own (H6, fail closed
+// twice), so removing either one fails a case here even where the other still stops the hello
+// in TestCheckHello. Our parser names the reason; crypto/tls only has to refuse.
+func TestHelloChecksEachRefuse(t *testing.T) {
+	for _, c := range helloCases(t) {
+		raw, body, ref := readClientHello(bytes.NewReader(c.raw))
+		if ref != nil {
+			continue // refused while reading the records: neither check runs
+		}
+		t.Run(c.name, func(t *testing.T) {
+			ours, tls := inspectHello(body, "pypi.org"), checkHelloWithTLS(raw, "pypi.org")
+			wantOurs := c.want
+			if c.oursPasses {
+				wantOurs = ""
+			}
+			got := reasons.Code("")
+			if ours != nil {
+				got = ours.code
+			}
+			if got != wantOurs {
+				t.Errorf("inspectHello(%s) = %q (%v), want %q", c.name, got, ours, wantOurs)
+			}
+			if wantTLS := c.want != "" && !c.tlsPasses; (tls != nil) != wantTLS {
+				t.Errorf("checkHelloWithTLS(%s) = %v, want a refusal: %v", c.name, tls, wantTLS)
 			}
 		})
 	}

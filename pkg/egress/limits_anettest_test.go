@@ -7,20 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 )
-
-func pypiProxy(t *testing.T, lim Limits) (*testProxy, *sink) {
-	t.Helper()
-	up := startSink(t)
-	redirectTo(t, pypiIP+":443", up.addr)
-	tp := startProxy(t, Policy{Allow: []string{"pypi.org"}, Limits: lim},
-		&countingResolver{table: map[string][]netip.Addr{"pypi.org": addrs(pypiIP)}})
-	return tp, up
-}
 
 // TestOpenTunnelLimitR1: with R1's defaults the 16th open tunnel passes, the 17th is refused,
 // and once one closes a new one opens.
@@ -91,7 +81,7 @@ func TestSentBytesLimitR1(t *testing.T) {
 }
 
 // TestReceivedBytesLimitR1: the agent receives bytes up to the limit; the upstream's next byte
-// ends the tunnel and is not delivered.
+// ends the tunnel and is not delivered, and new tunnels are refused with the reason.
 func TestReceivedBytesLimitR1(t *testing.T) {
 	const lim = 5000
 	tp, up := pypiProxy(t, Limits{ReceivedBytes: lim})
@@ -114,6 +104,8 @@ func TestReceivedBytesLimitR1(t *testing.T) {
 		t.Fatalf("agent got %q past the limit, want nothing", rest)
 	}
 	tp.waitRefusal(t, BytesLimit, 1)
+	_, resp, body := tp.connect(t, connectHead("pypi.org"))
+	wantRefusal(t, "CONNECT after the received limit", resp, body, BytesLimit)
 }
 
 // TestBytesLimitIsPerRunR1: the sent allowance is shared by every tunnel of the run.

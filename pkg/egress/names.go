@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"anet.dev/anet/pkg/reasons"
@@ -108,10 +109,8 @@ func ValidateAllowList(entries []string, modelHosts []string) error {
 			return reasons.New(AllowListRefuse, fmt.Sprintf("entry %q is listed twice (H2)", e))
 		}
 		seen[e] = true
-		for _, m := range models {
-			if e == m {
-				return reasons.New(AllowListRefuse, fmt.Sprintf("entry %q is the model-service host %s; the agent reaches the model through the node (H3)", e, m))
-			}
+		if slices.Contains(models, e) {
+			return reasons.New(AllowListRefuse, fmt.Sprintf("entry %q is the model-service host %s; the agent reaches the model through the node (H3)", e, e))
 		}
 	}
 	return nil

@@ -26,7 +26,7 @@ func lookupAll(t *testing.T, r *dnsResolver, host string) ([]string, error) {
 
 // TestDNSResolver: the default resolver asks DNS for exactly the FQDN (no search domains, no
 // /etc/hosts), follows only the CNAME chain of the name, and survives truncation and a
-// mismatched reply (H5).
+// reply with a wrong ID or for another question (H5).
 func TestDNSResolver(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -78,6 +78,15 @@ func TestDNSResolver(t *testing.T) {
 			name: "reply with a wrong ID ignored",
 			setup: func(d *fakeDNS) {
 				d.set(func(d *fakeDNS) { d.spoof = true })
+				d.addIP("pypi.org.", "151.101.0.223")
+			},
+			host: "pypi.org",
+			want: []string{"151.101.0.223"},
+		},
+		{
+			name: "reply for another question ignored",
+			setup: func(d *fakeDNS) {
+				d.set(func(d *fakeDNS) { d.spoofQ = true })
 				d.addIP("pypi.org.", "151.101.0.223")
 			},
 			host: "pypi.org",

@@ -81,18 +81,15 @@ func (t *tunnel) run(early []byte) {
 			}
 		}
 	}
-	if ref != nil && ref.code == "" {
-		t.end("", ref.detail)
-		t.finish("", ref.detail)
-		return
-	}
 	if ref != nil {
+		// The deferred close ends the tunnel; a code of "" is the agent hanging up, no refusal.
 		if desc, ok := alertFor(ref); ok {
 			t.clientIO.SetWriteDeadline(time.Now().Add(time.Second))
 			t.clientIO.Write(alertRecord(desc))
 		}
-		t.p.countRefusal(ref.code)
-		t.end(ref.code, ref.detail)
+		if ref.code != "" {
+			t.p.countRefusal(ref.code)
+		}
 		t.finish(ref.code, ref.detail)
 		return
 	}
