@@ -1,7 +1,9 @@
 package config
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -365,5 +367,19 @@ func TestLoadNamesThePath(t *testing.T) {
 	_, err := Load(path)
 	if err == nil || !strings.HasPrefix(err.Error(), path+":1: log_level:") {
 		t.Fatalf("Load error = %v, want it to start with %s:1: log_level:", err, path)
+	}
+}
+
+// Load reads at most maxFileSize bytes: a huge file (or a device) named as the config cannot
+// make the CLI or anetd read without bound.
+func TestLoadRefusesHugeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	huge := append([]byte("# "), bytes.Repeat([]byte("x"), maxFileSize)...)
+	if err := os.WriteFile(path, huge, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", maxFileSize)) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Load(%d-byte file) = %v, want a size error naming the path", len(huge), err)
 	}
 }

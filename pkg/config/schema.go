@@ -23,18 +23,18 @@ type field struct {
 }
 
 var schema = &field{children: []*field{
-	strField("listen", func(c *Config) *string { return &c.Listen }),
-	strField("keys_file", func(c *Config) *string { return &c.KeysFile }),
-	enumField("log_level", func(c *Config) *LogLevel { return &c.LogLevel }),
+	stringField("listen", func(c *Config) *string { return &c.Listen }),
+	stringField("keys_file", func(c *Config) *string { return &c.KeysFile }),
+	stringField("log_level", func(c *Config) *LogLevel { return &c.LogLevel }),
 	{name: "auto_reply", children: []*field{
-		enumField("backend", func(c *Config) *Backend { return &c.AutoReply.Backend }),
-		enumField("agent", func(c *Config) *Agent { return &c.AutoReply.Agent }),
-		enumField("trusted", func(c *Config) *Mode { return &c.AutoReply.Trusted }),
-		enumField("untrusted", func(c *Config) *Mode { return &c.AutoReply.Untrusted }),
-		strField("model", func(c *Config) *string { return &c.AutoReply.Model }),
-		strField("api_base", func(c *Config) *string { return &c.AutoReply.APIBase }),
+		stringField("backend", func(c *Config) *Backend { return &c.AutoReply.Backend }),
+		stringField("agent", func(c *Config) *Agent { return &c.AutoReply.Agent }),
+		stringField("trusted", func(c *Config) *Mode { return &c.AutoReply.Trusted }),
+		stringField("untrusted", func(c *Config) *Mode { return &c.AutoReply.Untrusted }),
+		stringField("model", func(c *Config) *string { return &c.AutoReply.Model }),
+		stringField("api_base", func(c *Config) *string { return &c.AutoReply.APIBase }),
 		secondsField("api_timeout_seconds", func(c *Config) *time.Duration { return &c.AutoReply.APITimeout }),
-		strField("work_dir", func(c *Config) *string { return &c.AutoReply.WorkDir }),
+		stringField("work_dir", func(c *Config) *string { return &c.AutoReply.WorkDir }),
 		durationField("work_retention", func(c *Config) *time.Duration { return &c.AutoReply.WorkRetention }),
 		listField("egress_allow", func(c *Config) *[]string { return &c.AutoReply.EgressAllow }),
 		{name: "sandbox", children: []*field{
@@ -116,18 +116,9 @@ func scalarString(n *yaml.Node) (string, error) {
 	return n.Value, nil
 }
 
-func strField(name string, ptr func(*Config) *string) *field {
-	return &field{name: name,
-		decode: func(c *Config, n *yaml.Node) error {
-			s, err := scalarString(n)
-			*ptr(c) = s
-			return err
-		},
-		format: func(c Config) string { return *ptr(&c) },
-	}
-}
-
-func enumField[T ~string](name string, ptr func(*Config) *T) *field {
+// stringField is a string or a string-typed enum (log_level, agent, …); the allowed values are
+// checked by Validate.
+func stringField[T ~string](name string, ptr func(*Config) *T) *field {
 	return &field{name: name,
 		decode: func(c *Config, n *yaml.Node) error {
 			s, err := scalarString(n)

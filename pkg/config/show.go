@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 
@@ -31,18 +30,7 @@ func Get(c Config, key string) (string, error) {
 	return f.format(c), nil
 }
 
-func render(n *yaml.Node) ([]byte, error) {
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(n); err != nil {
-		return nil, fmt.Errorf("render config: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("render config: %w", err)
-	}
-	return b.Bytes(), nil
-}
+func render(n *yaml.Node) ([]byte, error) { return renderIndent(n, 2) }
 
 func sectionNode(c Config, f *field) *yaml.Node {
 	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}

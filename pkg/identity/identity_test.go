@@ -11,7 +11,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math/big"
 	"net"
@@ -130,7 +132,8 @@ func TestLoadRefusesUnsafeFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []string{"symlink"},
+			// The temporary directory's name holds the case name, so match the message.
+			want: []string{"is a symlink; refusing to follow it"},
 		},
 		{
 			name: "owned by another user",
@@ -164,6 +167,37 @@ func TestLoadRefusesUnsafeFiles(t *testing.T) {
 				}
 			},
 			want: []string{"no PEM block"},
+		},
+		{
+			name: "larger than a key file",
+			prepare: func(t *testing.T, path string) {
+				if err := os.WriteFile(path, bytes.Repeat([]byte("A"), maxKeyFile+1), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{fmt.Sprintf("larger than %d bytes", maxKeyFile)},
+		},
+		{
+			name: "trailing data after the key",
+			prepare: func(t *testing.T, path string) {
+				appendFile(t, path, "extra\n")
+			},
+			want: []string{"trailing data after the PEM block"},
+		},
+		{
+			name: "PEM headers (encrypted key)",
+			prepare: func(t *testing.T, path string) {
+				data, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				block, _ := pem.Decode(data)
+				block.Headers = map[string]string{"Proc-Type": "4,ENCRYPTED"}
+				if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{"PEM headers are not supported"},
 		},
 		{
 			name: "RSA-style PEM type",
@@ -204,6 +238,42 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A key created by another process between our read and our link is never replaced: the
+// link fails with EEXIST and LoadOrCreate loads the winner's key instead.
+func TestCreateNeverReplacesAKey(t *testing.T) {
+	path := keyPath(t)
+	first := mustCreate(t, path)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := createKeyFile(path); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("createKeyFile(existing key) error = %v, want fs.ErrExist", err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("key file changed by a losing createKeyFile (err %v)", err)
+	}
+	if id, created, err := LoadOrCreate(path); err != nil || created || id.AID() != first.AID() {
+		t.Fatalf("LoadOrCreate after the race = %v, created %v, %v; want the first key %s", id, created, err, first.AID())
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".identity-*.tmp")); len(left) != 0 {
+		t.Fatalf("temporary files left behind: %v", left)
 	}
 }
 

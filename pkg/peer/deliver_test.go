@@ -215,3 +215,35 @@ func TestEngineAnswers(t *testing.T) {
 		t.Fatalf("refusal = %+v, want budget until 2026-12-01", got)
 	}
 }
+
+// Refuse checks the budget/until rule before anything is queued: a refusal that could never
+// be signed must not mark the task refused and then fail in the outbox.
+func TestRefuseChecksUntilBeforeQueueing(t *testing.T) {
+	b := newTestNode(t, 2, Options{})
+	b.listen(t)
+	a := newSeedKey(1)
+	if ack, err := b.dial(t, a).Send(task(t, a, b.key.AID(), "m-1", "ix-1", "hi", time.Now())); err != nil || ack.Status != StatusAccepted {
+		t.Fatalf("Send(task) = %+v, %v, want accepted", ack, err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		code  reasons.Code
+		until time.Time
+	}{
+		{"budget without until", reasons.Budget, time.Time{}},
+		{"until without budget", reasons.SandboxUnavailable, time.Now().Add(time.Hour)},
+		{"code not [a-z_]", "Budget!", time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := b.svc.Refuse(ctx, a.AID(), "ix-1", tc.code, tc.until)
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("Refuse(%s) error = %v, want an *InputError", tc.name, err)
+			}
+			if got := b.inbox(t); len(got) != 1 || got[0].State != store.StateNew || len(got[0].Delivery) != 0 {
+				t.Fatalf("inbox after Refuse(%s) = %+v, want the task still new with nothing queued", tc.name, got)
+			}
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -155,5 +154,3 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-var _ net.Addr = (*net.TCPAddr)(nil)

@@ -161,6 +161,12 @@ func TestParseRefusesStructure(t *testing.T) {
 		{"truncated", sm.Raw()[:120], "past the end"},
 		{"signed by another key", forged, ErrBadSignature.Error()},
 		{"non-canonical time", resign(t, a, strings.Replace(string(sm.Encoding), "08:00:00.5Z", "08:00:00.50", 1)), "sent:"},
+		// Each of these reads as a time or a port but is not the canonical text (or range),
+		// so two encodings could carry one message.
+		{"time with trailing zero", resignFields(t, a, "task", "m-1", a.AID(), b.AID(), "2026-11-29T08:00:00.50Z", "ix-1", "x", "", "", ""), "not a canonical RFC 3339 UTC time"},
+		{"time with an offset", resignFields(t, a, "task", "m-1", a.AID(), b.AID(), "2026-11-29T08:00:00.5+00:00", "ix-1", "x", "", "", ""), "not a canonical RFC 3339 UTC time"},
+		{"reply_port with a leading zero", resignFields(t, a, "task", "m-1", a.AID(), b.AID(), formatTime(goldenTime), "ix-1", "x", "", "", "07420"), "reply_port"},
+		{"reply_port 0", resignFields(t, a, "task", "m-1", a.AID(), b.AID(), formatTime(goldenTime), "ix-1", "x", "", "", "0"), "reply_port"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.raw)
@@ -169,6 +175,12 @@ func TestParseRefusesStructure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// resignFields encodes the ten fields as given, unchecked, and signs them with k.
+func resignFields(t *testing.T, k seedKey, fields ...string) []byte {
+	t.Helper()
+	return resign(t, k, string(encodeFields(msgTag, fields...)))
 }
 
 func resign(t *testing.T, k seedKey, enc string) []byte {
@@ -194,5 +206,19 @@ func TestAckRoundTrip(t *testing.T) {
 	}
 	if _, err := parseAck(encodeFields(ackTag, "maybe", "m", "", "")); err == nil {
 		t.Fatal("parseAck(unknown status) = nil error")
+	}
+	long := Ack{Status: StatusRefused, Code: CodeMalformed, Detail: strings.Repeat("d", 2*maxDetail)}
+	if got, err := parseAck(long.encode()); err != nil || got.Detail != long.Detail[:maxDetail] {
+		t.Fatalf("parseAck(encode(detail of %d bytes)) = %d bytes, %v; want cut to %d", len(long.Detail), len(got.Detail), err, maxDetail)
+	}
+}
+
+// Sign refuses a message whose from is not the signing key's aid: a node cannot sign in
+// another node's name, even by mistake.
+func TestSignRefusesForeignFrom(t *testing.T) {
+	a, b := newSeedKey(1), newSeedKey(2)
+	m := Message{Type: TypeTask, ID: "m-1", From: b.AID(), To: a.AID(), Sent: goldenTime, Interaction: "ix-1", Text: "x"}
+	if sm, err := Sign(a, m); err == nil || !strings.Contains(err.Error(), "is not the signing key's aid") {
+		t.Fatalf("Sign(key A, from B) = %x, %v; want refused", sm.Raw(), err)
 	}
 }

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -145,6 +146,15 @@ func TestRateLimit(t *testing.T) {
 	if ack.Code != CodeRateLimited || !strings.Contains(ack.Detail, "3 messages at once") {
 		t.Fatalf("task over the burst = %+v, want %s naming the limit", ack, CodeRateLimited)
 	}
+	// The limit is checked before the frame is parsed or its signature verified: a peer
+	// over its limit costs no crypto and no database work, whatever it sends.
+	forged := task(t, a, b.key.AID(), "m-forged", "ix-forged", "t", clk.Now()).Raw()
+	forged[len(forged)-1] ^= 1
+	for _, raw := range [][]byte{[]byte("garbage"), forged} {
+		if ack, err := connA.SendRaw(raw); err != nil || ack.Code != CodeRateLimited {
+			t.Fatalf("SendRaw(%.20q) over the burst = %+v, %v, want %s before any parsing", raw, ack, err, CodeRateLimited)
+		}
+	}
 	if ack := send(connC, c, 0); ack.Status != StatusAccepted {
 		t.Fatalf("another peer's task = %+v, want accepted (buckets are per peer)", ack)
 	}
@@ -157,6 +167,29 @@ func TestRateLimit(t *testing.T) {
 	}
 	if n := len(b.inbox(t)); n != 5 {
 		t.Fatalf("inbox rows = %d, want 5 (4 from A, 1 from C)", n)
+	}
+}
+
+// The bucket map stays bounded: once it holds maxBuckets, full buckets (no state) are
+// dropped, and a bucket still draining is kept, so new keys cannot reset a peer's limit.
+func TestLimiterPrunesOnlyFullBuckets(t *testing.T) {
+	clk := &clock{t: time.Now().UTC()}
+	l := newLimiter(RateLimit{Burst: 1, PerMinute: 60}, clk.Now)
+	for i := 0; i < maxBuckets; i++ {
+		l.allow(strconv.Itoa(i))
+	}
+	clk.Add(time.Minute) // every bucket refilled
+	if !l.allow("0") {
+		t.Fatal("allow(0) after a refill = false, want true")
+	}
+	if !l.allow("new") {
+		t.Fatal("allow(new key) = false, want true")
+	}
+	if n := len(l.buckets); n != 2 {
+		t.Fatalf("buckets after pruning = %d, want 2 (the drained one and the new one)", n)
+	}
+	if l.allow("0") {
+		t.Fatal("allow(0) again = true, want false: pruning must keep a drained bucket")
 	}
 }
 

@@ -87,6 +87,46 @@ func TestDialRefusesWrongServerKey(t *testing.T) {
 	conn.Close()
 }
 
+// The dialling side refuses a server that holds the right key but does not speak anet/1
+// (no ALPN selected): another TLS service on the peer's key is not a peer listener.
+func TestDialRefusesServerWithoutALPN(t *testing.T) {
+	b := newSeedKey(2)
+	bCert, err := certificate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{bCert}, ClientAuth: tls.RequireAnyClientCert,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.SetDeadline(time.Now().Add(waitLimit))
+			c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	cl, err := NewClient(newSeedKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := cl.Dial(context.Background(), l.Addr().String(), b.AID())
+	if err == nil {
+		conn.Close()
+		t.Fatal("Dial(server without ALPN) succeeded, want it refused")
+	}
+	if !strings.Contains(err.Error(), "did not select ALPN") {
+		t.Fatalf("Dial(server without ALPN) error = %v, want it to name the missing ALPN", err)
+	}
+}
+
 // The listener refuses clients without a certificate, with a non-Ed25519 one, with
 // another node's certificate but the wrong private key, below TLS 1.3 or without ALPN.
 func TestServerRefusesBadClients(t *testing.T) {

@@ -275,19 +275,14 @@ func jsonKind(raw []byte) string {
 // Append adds an entry to the chain in its own IMMEDIATE transaction and returns it once
 // it is committed (and, with synchronous=FULL, durable).
 func (s *Store) Append(ctx context.Context, signer Signer, in EntryInput) (Entry, error) {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Entry{}, fmt.Errorf("append evidence: begin: %w", err)
-	}
-	defer tx.Rollback()
-	e, err := s.AppendTx(ctx, tx, signer, in)
+	var e Entry
+	err := s.writeTx(ctx, "append evidence "+in.Kind, func(tx *sql.Tx) error {
+		var err error
+		e, err = s.AppendTx(ctx, tx, signer, in)
+		return err
+	})
 	if err != nil {
 		return Entry{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return Entry{}, fmt.Errorf("append evidence %s: commit: %w", in.Kind, err)
 	}
 	return e, nil
 }

@@ -164,6 +164,7 @@ func TestAppendRejectsBadInput(t *testing.T) {
 		{"details bool", EntryInput{Kind: "x", Details: true}, "details: must be a JSON object, got a boolean"},
 		{"details raw array", EntryInput{Kind: "x", Details: json.RawMessage(`[1]`)}, "details: must be a JSON object, got an array"},
 		{"details raw invalid", EntryInput{Kind: "x", Details: json.RawMessage(`{"a":`)}, "details: not valid JSON"},
+		{"details raw invalid UTF-8", EntryInput{Kind: "x", Details: json.RawMessage("{\"a\":\"\xff\"}")}, "details: not valid UTF-8"},
 		{"details unmarshalable", EntryInput{Kind: "x", Details: map[string]any{"f": func() {}}}, "details: json: unsupported type"},
 		{"details too large", EntryInput{Kind: "x", Details: map[string]string{"a": strings.Repeat("x", maxDetailsLen)}}, "more than the limit"},
 		{"empty kind", EntryInput{Kind: ""}, "kind: must not be empty"},

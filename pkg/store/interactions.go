@@ -130,18 +130,9 @@ func (s *Store) Receive(ctx context.Context, signer Signer, in Incoming) (Intera
 			VALUES ('in', ?, ?, ?, ?, ?, ?, ?)`, in.Peer, in.MsgID, in.Type, in.Interaction, in.ContentHash[:], in.Raw, formatTime(now)); err != nil {
 			return fmt.Errorf("receive %s: %w", in.Type, err)
 		}
-		details := map[string]any{
+		details := contentDetails(map[string]any{
 			"msg_id": in.MsgID, "sent": formatTime(in.Sent), "msg_sha256": hex.EncodeToString(in.Digest[:]),
-		}
-		if in.Text != "" {
-			details["text_bytes"] = len(in.Text)
-		}
-		if in.Code != "" {
-			details["code"] = in.Code
-		}
-		if !in.Until.IsZero() {
-			details["until"] = formatTime(in.Until)
-		}
+		}, in.Text, in.Code, in.Until)
 		if _, err := s.AppendTx(ctx, tx, signer, EntryInput{Kind: in.Type + "_received", Peer: in.Peer, Interaction: in.Interaction, Details: details}); err != nil {
 			return err
 		}
@@ -165,17 +156,36 @@ func setAnswer(ctx context.Context, tx *sql.Tx, peer, interaction, dir, typ, tex
 	if typ == "refusal" {
 		state = StateRefused
 	}
-	u := ""
-	if !until.IsZero() {
-		u = formatTime(until)
-	}
 	_, err := tx.ExecContext(ctx, `UPDATE interactions SET state = ?, answer_type = ?, answer_text = ?, answer_code = ?,
 		answer_until = ?, answered_at = ? WHERE peer = ? AND interaction = ? AND direction = ?`,
-		state, typ, text, code, u, formatTime(now), peer, interaction, dir)
+		state, typ, text, code, formatOptTime(until), formatTime(now), peer, interaction, dir)
 	if err != nil {
 		return fmt.Errorf("record %s: %w", typ, err)
 	}
 	return nil
+}
+
+// contentDetails adds to d what the evidence records of a message's content: the size of its
+// text (never the text, which stays in the interactions table), its code and until.
+func contentDetails(d map[string]any, text, code string, until time.Time) map[string]any {
+	if text != "" {
+		d["text_bytes"] = len(text)
+	}
+	if code != "" {
+		d["code"] = code
+	}
+	if !until.IsZero() {
+		d["until"] = formatTime(until)
+	}
+	return d
+}
+
+// formatOptTime is formatTime, or "" for the zero time (an optional time column).
+func formatOptTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return formatTime(t)
 }
 
 // Outgoing is a message this node sends; it is queued in the outbox and signed at each
@@ -228,25 +238,12 @@ func (s *Store) Queue(ctx context.Context, signer Signer, o Outgoing) (Interacti
 		default:
 			return fmt.Errorf("queue: unknown message type %q", o.Type)
 		}
-		u := ""
-		if !o.Until.IsZero() {
-			u = formatTime(o.Until)
-		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO outbox(peer, msg_id, type, interaction, text, code, until, state, next_attempt_unix, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-			o.Peer, o.MsgID, o.Type, o.Interaction, o.Text, o.Code, u, now.UnixNano(), formatTime(now)); err != nil {
+			o.Peer, o.MsgID, o.Type, o.Interaction, o.Text, o.Code, formatOptTime(o.Until), now.UnixNano(), formatTime(now)); err != nil {
 			return fmt.Errorf("queue %s: %w", o.Type, err)
 		}
-		details := map[string]any{"msg_id": o.MsgID}
-		if o.Text != "" {
-			details["text_bytes"] = len(o.Text)
-		}
-		if o.Code != "" {
-			details["code"] = o.Code
-		}
-		if u != "" {
-			details["until"] = u
-		}
+		details := contentDetails(map[string]any{"msg_id": o.MsgID}, o.Text, o.Code, o.Until)
 		if _, err := s.AppendTx(ctx, tx, signer, EntryInput{Kind: o.Type + "_sent", Peer: o.Peer, Interaction: o.Interaction, Details: details}); err != nil {
 			return err
 		}
@@ -304,7 +301,7 @@ func deliveries(ctx context.Context, q queryer, peer, interaction, dir string) (
 	if dir == "in" {
 		types = "'reply', 'refusal'"
 	}
-	rows, err := q.QueryContext(ctx, `SELECT msg_id, type, state, attempts, last_error, done_at FROM outbox
+	rows, err := q.QueryContext(ctx, `SELECT `+deliveryCols+` FROM outbox
 		WHERE peer = ? AND interaction = ? AND type IN (`+types+`) ORDER BY id`, peer, interaction)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
@@ -312,12 +309,10 @@ func deliveries(ctx context.Context, q queryer, peer, interaction, dir string) (
 	defer rows.Close()
 	var out []Delivery
 	for rows.Next() {
-		var d Delivery
-		var done string
-		if err := rows.Scan(&d.MsgID, &d.Type, &d.State, &d.Attempts, &d.LastError, &done); err != nil {
+		d, err := scanDelivery(rows)
+		if err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
-		d.DoneAt = parseStoredTime(done)
 		out = append(out, d)
 	}
 	return out, rows.Err()

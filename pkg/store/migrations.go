@@ -15,8 +15,6 @@ type migration struct {
 	version int
 	name    string
 	stmts   []string
-	// apply, when set, runs after stmts in the same transaction (data migrations).
-	apply func(ctx context.Context, tx *sql.Tx) error
 }
 
 // migrations is the schema history. Later issues append peers, trust, inbox, outbox and runs.
@@ -126,11 +124,6 @@ func migrateStep(ctx context.Context, db *sql.DB, list []migration) (done bool, 
 	m := list[cur]
 	for _, stmt := range m.stmts {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return false, fmt.Errorf("migrate to version %d (%s): %w", m.version, m.name, err)
-		}
-	}
-	if m.apply != nil {
-		if err := m.apply(ctx, tx); err != nil {
 			return false, fmt.Errorf("migrate to version %d (%s): %w", m.version, m.name, err)
 		}
 	}

@@ -114,15 +114,24 @@ func (s *Store) DeliveryFailed(ctx context.Context, signer Signer, it OutboxItem
 
 // OutboxState returns the state of one outbox message by id.
 func (s *Store) OutboxState(ctx context.Context, msgID string) (Delivery, error) {
-	var d Delivery
-	var done string
-	err := s.db.QueryRowContext(ctx, `SELECT msg_id, type, state, attempts, last_error, done_at FROM outbox WHERE msg_id = ?`, msgID).
-		Scan(&d.MsgID, &d.Type, &d.State, &d.Attempts, &d.LastError, &done)
+	d, err := scanDelivery(s.db.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM outbox WHERE msg_id = ?`, msgID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, fmt.Errorf("outbox %s: %w", msgID, ErrNotFound)
 	}
 	if err != nil {
 		return d, fmt.Errorf("outbox %s: %w", msgID, err)
+	}
+	return d, nil
+}
+
+// deliveryCols is the column list scanDelivery reads, in its order.
+const deliveryCols = `msg_id, type, state, attempts, last_error, done_at`
+
+func scanDelivery(sc interface{ Scan(...any) error }) (Delivery, error) {
+	var d Delivery
+	var done string
+	if err := sc.Scan(&d.MsgID, &d.Type, &d.State, &d.Attempts, &d.LastError, &done); err != nil {
+		return Delivery{}, err
 	}
 	d.DoneAt = parseStoredTime(done)
 	return d, nil

@@ -25,24 +25,6 @@ type TrustEntry struct {
 	AddedAt time.Time `json:"added_at"`
 }
 
-// writeTx runs fn in a read-write transaction, serialised with Append in this process.
-func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: begin: %w", op, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", op, err)
-	}
-	return nil
-}
-
 // AddPeer records (or changes) the address of aid, with a peer_added evidence entry.
 // addr is checked by the caller (pkg/peer.ValidAddr).
 func (s *Store) AddPeer(ctx context.Context, signer Signer, aid, addr string) error {

@@ -150,10 +150,10 @@ func TestReceiveIsAtomicWithEvidence(t *testing.T) {
 	}
 }
 
-func TestOutboxSchedule(t *testing.T) {
-	s := openTemp(t)
+// queueTask queues task m-1 to otherPeer (at 127.0.0.1:9) and returns it as DueOutbox does.
+func queueTask(t *testing.T, s *Store, signer Signer) OutboxItem {
+	t.Helper()
 	ctx := context.Background()
-	signer := newSeedSigner(1)
 	if err := s.AddPeer(ctx, signer, otherPeer, "127.0.0.1:9"); err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +164,15 @@ func TestOutboxSchedule(t *testing.T) {
 	if err != nil || len(due) != 1 || due[0].Addr != "127.0.0.1:9" {
 		t.Fatalf("DueOutbox() = %+v, %v, want the task with the peer's address", due, err)
 	}
+	return due[0]
+}
+
+func TestOutboxSchedule(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	item := queueTask(t, s, newSeedSigner(1))
 	later := time.Now().Add(time.Hour)
-	if err := s.RetryLater(ctx, due[0].ID, later, "connection refused"); err != nil {
+	if err := s.RetryLater(ctx, item.ID, later, "connection refused"); err != nil {
 		t.Fatal(err)
 	}
 	if due, _ := s.DueOutbox(ctx, time.Now(), 10); len(due) != 0 {
@@ -177,5 +184,78 @@ func TestOutboxSchedule(t *testing.T) {
 	d, err := s.OutboxState(ctx, "m-1")
 	if err != nil || d.Attempts != 1 || d.LastError != "connection refused" || d.State != "pending" {
 		t.Fatalf("OutboxState() = %+v, %v", d, err)
+	}
+}
+
+// A message's evidence entry records its size, code and until, never its text: the chain is
+// a record of decisions, and a task's text stays in the interactions table.
+func TestMessageEvidenceDetails(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	signer := newSeedSigner(1)
+	const text = "secret task text"
+	if _, err := s.Receive(ctx, signer, incoming("task", "m-1", "ix-1", text)); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	if _, err := s.Queue(ctx, signer, Outgoing{Type: "refusal", MsgID: "m-r", Peer: goldenPeer, Interaction: "ix-1", Code: "budget", Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := s.List(ctx, ListOptions{})
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("List() = %d entries, %v; want 2", len(entries), err)
+	}
+	for _, tc := range []struct {
+		name    string
+		e       Entry
+		want    []string
+		notWant []string
+	}{
+		{"task_received", entries[0], []string{`"msg_id":"m-1"`, `"text_bytes":16`, `"sent":"2026-11-29T08:00:00Z"`}, []string{text, `"code"`, `"until"`}},
+		{"refusal_sent", entries[1], []string{`"msg_id":"m-r"`, `"code":"budget"`, `"until":"2026-11-30T00:00:00Z"`}, []string{`"text_bytes"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := string(tc.e.Details)
+			if tc.e.Kind != tc.name {
+				t.Fatalf("entry kind = %s, want %s", tc.e.Kind, tc.name)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(d, w) {
+					t.Errorf("details = %s, want %s in it", d, w)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(d, w) {
+					t.Errorf("details = %s, want no %s in it", d, w)
+				}
+			}
+		})
+	}
+}
+
+// A second outcome for a message already settled (a late ack after a retry) changes
+// nothing: no second messages row, no second message_delivered or delivery_failed entry.
+func TestSettledMessageRecordedOnce(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	signer := newSeedSigner(1)
+	item := queueTask(t, s, signer)
+	for i := 0; i < 2; i++ {
+		if err := s.Delivered(ctx, signer, item, []byte("raw"), [32]byte{1}, [32]byte{2}); err != nil {
+			t.Fatalf("Delivered() #%d = %v", i+1, err)
+		}
+	}
+	if err := s.DeliveryFailed(ctx, signer, item, "peer_wrong_recipient", "late refusal"); err != nil {
+		t.Fatalf("DeliveryFailed() after delivery = %v", err)
+	}
+	if got, want := chainKinds(t, s), "peer_added,task_sent,message_delivered"; got != want {
+		t.Fatalf("chain kinds = %s, want %s", got, want)
+	}
+	var rows int
+	if err := s.DB().QueryRow(`SELECT COUNT(*) FROM messages WHERE direction = 'out'`).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("outgoing messages rows = %d, %v, want 1", rows, err)
+	}
+	if d, err := s.OutboxState(ctx, "m-1"); err != nil || d.State != "delivered" || d.Attempts != 1 {
+		t.Fatalf("OutboxState() = %+v, %v, want delivered after 1 attempt", d, err)
 	}
 }

@@ -61,8 +61,9 @@ type Store struct {
 	db   *sql.DB
 	path string
 
-	// appendMu serialises Append calls of this process, so they queue in order instead of
-	// polling SQLite's busy handler; other processes are still excluded by BEGIN IMMEDIATE.
+	// appendMu serialises this process's write transactions (writeTx), so they queue in
+	// order instead of polling SQLite's busy handler; other processes are still excluded by
+	// BEGIN IMMEDIATE.
 	appendMu sync.Mutex
 
 	// now is the clock for new entries; tests replace it.
@@ -175,6 +176,25 @@ func (s *Store) SetMeta(ctx context.Context, key, value string) error {
 		key, value)
 	if err != nil {
 		return fmt.Errorf("write meta %q: %w", key, err)
+	}
+	return nil
+}
+
+// writeTx runs fn in a read-write transaction, holding appendMu, and commits it when fn
+// returns nil.
+func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: begin: %w", op, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: commit: %w", op, err)
 	}
 	return nil
 }

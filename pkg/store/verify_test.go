@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -182,4 +183,25 @@ func flipByte(b []byte, i int) []byte {
 	out := append([]byte(nil), b...)
 	out[i] ^= 1
 	return out
+}
+
+// A time text that reads as the right instant but is not canonical can only come from a
+// signer that broke the encoding rules; Verify refuses it even when hash and signature match,
+// so that one entry has exactly one encoding.
+func TestVerifyRefusesNonCanonicalSignedTime(t *testing.T) {
+	s := openTemp(t)
+	s.now = stepClock(t0, time.Second+1234*time.Nanosecond)
+	signer := newSeedSigner(1)
+	e := appendN(t, s, signer, 3)[2]
+	text := e.Time.Format("2006-01-02T15:04:05.999999999-07:00") // "+00:00", not "Z"
+	if text == formatTime(e.Time) {
+		t.Fatalf("test setup: %s is already canonical", text)
+	}
+	h := sha256.Sum256(canonicalEncoding(e.Seq, text, e.Kind, e.Peer, e.Interaction, e.Details, e.PrevHash))
+	tamper(t, s, `UPDATE evidence SET time = ?, hash = ?, sig = ? WHERE seq = 3`, text, h[:], signer.Sign(h[:]))
+	_, err := s.Verify(context.Background(), signer.Public())
+	var ce *ChainError
+	if !errors.As(err, &ce) || ce.Seq != 3 || !strings.Contains(ce.Reason, "is not canonical RFC 3339 UTC") {
+		t.Fatalf("Verify(entry 3 signed with time %q) = %v, want entry 3: not canonical", text, err)
+	}
 }
