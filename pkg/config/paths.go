@@ -141,11 +141,19 @@ func within(path, dir string) bool {
 }
 
 // Resolve loads the node's configuration the way anetd and the CLI do: the default paths from
-// env, the config file (missing = defaults), the keys file override and the work-root check.
-func Resolve(env func(string) string) (Paths, Config, error) {
+// env, the config file (configFile, or the default when empty; missing = defaults), the keys
+// file override and the work-root check.
+func Resolve(env func(string) string, configFile string) (Paths, Config, error) {
 	p, err := DefaultPaths(env)
 	if err != nil {
 		return Paths{}, Config{}, err
+	}
+	if configFile != "" {
+		abs, err := filepath.Abs(configFile)
+		if err != nil {
+			return Paths{}, Config{}, fmt.Errorf("config path: %w", err)
+		}
+		p.ConfigFile = abs
 	}
 	c, err := Load(p.ConfigFile)
 	if err != nil {

@@ -131,7 +131,7 @@ func TestResolve(t *testing.T) {
 	env := map[string]string{"HOME": base, "XDG_CONFIG_HOME": filepath.Join(base, "config"), "XDG_CACHE_HOME": filepath.Join(base, "cache")}
 	cfgFile := filepath.Join(base, "config", "anet", "config.yaml")
 	t.Run("no file", func(t *testing.T) {
-		p, c, err := Resolve(envOf(env))
+		p, c, err := Resolve(envOf(env), "")
 		if err != nil || p.KeysFile != filepath.Join(base, "config", "anet", "keys.yaml") || c.Listen != Default().Listen {
 			t.Fatalf("Resolve = %+v, %+v, %v", p, c, err)
 		}
@@ -140,7 +140,7 @@ func TestResolve(t *testing.T) {
 		if err := Set(cfgFile, "keys_file", "/etc/anet/keys.yaml"); err != nil {
 			t.Fatal(err)
 		}
-		p, _, err := Resolve(envOf(env))
+		p, _, err := Resolve(envOf(env), "")
 		if err != nil || p.KeysFile != "/etc/anet/keys.yaml" {
 			t.Fatalf("Resolve KeysFile = %q, %v, want /etc/anet/keys.yaml", p.KeysFile, err)
 		}
@@ -149,7 +149,7 @@ func TestResolve(t *testing.T) {
 		if err := Set(cfgFile, "auto_reply.work_dir", filepath.Join(base, "cache", "anet")); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := Resolve(envOf(env))
+		_, _, err := Resolve(envOf(env), "")
 		if err == nil || !strings.HasPrefix(err.Error(), cfgFile+": auto_reply.work_dir: ") {
 			t.Fatalf("Resolve = %v, want the work-root refusal naming the file", err)
 		}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -106,10 +107,11 @@ func (n *Node) listEvidence(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if entries == nil {
-		entries = []store.Entry{}
+	out := make([]control.EvidenceEntry, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, evidenceJSON(e))
 	}
-	return entries, nil
+	return out, nil
 }
 
 // parseSince accepts RFC 3339 times, dates (YYYY-MM-DD, local) and durations back from now
@@ -155,7 +157,7 @@ func (n *Node) noteEvidence(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e, nil
+	return evidenceJSON(e), nil
 }
 
 // decodeJSON reads a request body of at most 1 MiB and refuses unknown fields, so a typo in
@@ -167,4 +169,15 @@ func decodeJSON(r *http.Request, v any) error {
 		return control.BadRequestError("body: %v", err)
 	}
 	return nil
+}
+
+// evidenceJSON is an entry as the control API and `anet evidence show --json` give it:
+// hashes in hex, the signature in base64, details as the stored JSON object.
+func evidenceJSON(e store.Entry) control.EvidenceEntry {
+	return control.EvidenceEntry{
+		Seq: e.Seq, Time: e.Time, Kind: e.Kind, Peer: e.Peer, Interaction: e.Interaction, Details: e.Details,
+		PrevHash: hex.EncodeToString(e.PrevHash[:]),
+		Hash:     hex.EncodeToString(e.Hash[:]),
+		Sig:      base64.StdEncoding.EncodeToString(e.Sig),
+	}
 }

@@ -64,23 +64,8 @@ type Node struct {
 // Load reads the configuration and checks everything that must be right before anything
 // starts. Errors name the file, line and key.
 func Load(o Options) (config.Paths, config.Config, error) {
-	p, err := config.DefaultPaths(o.Env)
+	p, c, err := config.Resolve(o.Env, o.ConfigPath)
 	if err != nil {
-		return config.Paths{}, config.Config{}, err
-	}
-	if o.ConfigPath != "" {
-		abs, err := filepath.Abs(o.ConfigPath)
-		if err != nil {
-			return config.Paths{}, config.Config{}, fmt.Errorf("config path: %w", err)
-		}
-		p.ConfigFile = abs
-	}
-	c, err := config.Load(p.ConfigFile)
-	if err != nil {
-		return config.Paths{}, config.Config{}, err
-	}
-	p = p.WithConfig(c)
-	if err := p.CheckWorkRoots(c); err != nil {
 		return config.Paths{}, config.Config{}, err
 	}
 	// anetd never reads the keys file, but it refuses to run with one that others can read.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/store"
 )
 
 func startSandboxd(t *testing.T, path string) SandboxClient {
@@ -94,5 +96,16 @@ func TestRootWarning(t *testing.T) {
 	}
 	if w := rootWarnings(1000); len(w) != 0 {
 		t.Fatalf("rootWarnings(1000) = %v, want none", w)
+	}
+}
+
+// The control API's evidence form: every field, hashes in hex, the signature in base64.
+func TestEvidenceJSON(t *testing.T) {
+	e := store.Entry{Seq: 7, Time: time.Unix(1, 0).UTC(), Kind: "operator_note", Peer: "", Interaction: "ix",
+		Details: []byte(`{"text":"hi"}`), PrevHash: [32]byte{1}, Hash: [32]byte{2}, Sig: []byte{3, 4}}
+	got := evidenceJSON(e)
+	if got.Seq != 7 || got.Kind != "operator_note" || got.Interaction != "ix" || string(got.Details) != `{"text":"hi"}` ||
+		got.PrevHash != hex.EncodeToString(e.PrevHash[:]) || got.Hash != hex.EncodeToString(e.Hash[:]) || got.Sig != "AwQ=" || !got.Time.Equal(e.Time) {
+		t.Fatalf("evidenceJSON = %+v", got)
 	}
 }

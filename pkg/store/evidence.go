@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -62,57 +61,6 @@ type EntryInput struct {
 	// Details is marshalled with encoding/json and must give a JSON object (a
 	// json.RawMessage is used as is, compacted). nil gives {}.
 	Details any
-}
-
-// entryJSON is the --json form: hashes in hex, the signature in base64.
-type entryJSON struct {
-	Seq         int64           `json:"seq"`
-	Time        time.Time       `json:"time"`
-	Kind        string          `json:"kind"`
-	Peer        string          `json:"peer"`
-	Interaction string          `json:"interaction"`
-	Details     json.RawMessage `json:"details"`
-	PrevHash    string          `json:"prev_hash"`
-	Hash        string          `json:"hash"`
-	Sig         string          `json:"sig"`
-}
-
-// MarshalJSON encodes e with hashes as hex and the signature as base64.
-func (e Entry) MarshalJSON() ([]byte, error) {
-	return json.Marshal(entryJSON{
-		Seq: e.Seq, Time: e.Time, Kind: e.Kind, Peer: e.Peer, Interaction: e.Interaction,
-		Details:  e.Details,
-		PrevHash: hex.EncodeToString(e.PrevHash[:]),
-		Hash:     hex.EncodeToString(e.Hash[:]),
-		Sig:      base64.StdEncoding.EncodeToString(e.Sig),
-	})
-}
-
-// UnmarshalJSON decodes the form MarshalJSON writes.
-func (e *Entry) UnmarshalJSON(data []byte) error {
-	var w entryJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	out := Entry{Seq: w.Seq, Time: w.Time.UTC(), Kind: w.Kind, Peer: w.Peer, Interaction: w.Interaction, Details: w.Details}
-	for _, h := range []struct {
-		name string
-		src  string
-		dst  *[32]byte
-	}{{"prev_hash", w.PrevHash, &out.PrevHash}, {"hash", w.Hash, &out.Hash}} {
-		b, err := hex.DecodeString(h.src)
-		if err != nil || len(b) != 32 {
-			return fmt.Errorf("evidence entry %d: %s must be 64 hex digits", w.Seq, h.name)
-		}
-		copy(h.dst[:], b)
-	}
-	sig, err := base64.StdEncoding.DecodeString(w.Sig)
-	if err != nil {
-		return fmt.Errorf("evidence entry %d: sig: %w", w.Seq, err)
-	}
-	out.Sig = sig
-	*e = out
-	return nil
 }
 
 // formatTime is the canonical time text.

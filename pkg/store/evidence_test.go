@@ -295,38 +295,6 @@ const (
 	goldenHash2 = "d3b2a863db6f2284b470258265b7194efb60d9cff89ad6e429f03f8de8c7adef"
 )
 
-func TestEntryJSON(t *testing.T) {
-	s := openTemp(t)
-	s.now = stepClock(t0, time.Second)
-	entries := appendN(t, s, newSeedSigner(1), 2)
-	b, err := json.Marshal(entries[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	wantKeys := []string{"seq", "time", "kind", "peer", "interaction", "details", "prev_hash", "hash", "sig"}
-	for _, k := range wantKeys {
-		if _, ok := m[k]; !ok {
-			t.Errorf("JSON %s lacks key %q", b, k)
-		}
-	}
-	if m["hash"] != hex.EncodeToString(entries[1].Hash[:]) || m["prev_hash"] != hex.EncodeToString(entries[0].Hash[:]) {
-		t.Errorf("JSON hashes = %v, %v; want hex", m["prev_hash"], m["hash"])
-	}
-	if _, ok := m["details"].(map[string]any); !ok {
-		t.Errorf("JSON details = %v, want an object", m["details"])
-	}
-	var back Entry
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
-	if !entriesEqual(back, entries[1]) {
-		t.Errorf("JSON round trip = %+v, want %+v", back, entries[1])
-	}
-}
 
 // TestAppendTx: an entry written inside a caller's transaction exists only if it commits.
 func TestAppendTx(t *testing.T) {
