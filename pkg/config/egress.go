@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"unicode"
+
+	"anet.dev/anet/pkg/hostname"
 )
 
 // modelServiceHosts are the model services' own hosts: an agent already reaches them through
@@ -103,6 +105,12 @@ func checkEgressEntry(e, apiHost string) *EgressError {
 	}
 	if !isLDHName(e) {
 		return h2("is not a host name (labels of a-z, 0-9 and '-', 1-63 characters, not starting or ending with '-'; use the xn-- form for international names)")
+	}
+	// The endpoint's own check (pkg/hostname, used by pkg/egress) must accept every entry this file accepts, or a
+	// list the CLI took would stop every run's endpoint from opening; it adds, for example,
+	// the punycode validity of xn-- labels.
+	if p := hostname.Problem(e); p != "" {
+		return h2(p)
 	}
 	for _, m := range modelServiceHosts {
 		if e == m {

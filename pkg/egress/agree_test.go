@@ -20,6 +20,8 @@ func TestAllowListAgreesWithConfig(t *testing.T) {
 		"münchen.de", "my_host.example.com", "-a.example.com", "a-.example.com",
 		"api.anthropic.com", "api.openai.com", "x.api.openai.com", "llm.example.net",
 		"xn--abc-.de", "host.0xff", "a.b", "pypi.org.local", "a.example.lan.", "LLM.example.net",
+		// Invalid punycode: once accepted by config alone, refused by the endpoint.
+		"xn--9.de", "xn--a.de",
 	}
 	const apiBase = "https://llm.example.net/v1"
 	for _, e := range entries {

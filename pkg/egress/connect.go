@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"anet.dev/anet/pkg/hostname"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -71,7 +72,7 @@ func parseConnect(r *http.Request) (string, *refusal) {
 	// The resolver always asks for the FQDN, so "pypi.org." and "pypi.org" name the same
 	// host; fold that one dot and nothing else.
 	host = strings.TrimSuffix(host, ".")
-	if p := hostNameProblem(host); p != "" {
+	if p := hostname.Problem(host); p != "" {
 		return "", refuse(BadHost, "host %q %s", host, p)
 	}
 	return host, nil

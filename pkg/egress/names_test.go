@@ -87,22 +87,6 @@ func TestValidateAllowList(t *testing.T) {
 	}
 }
 
-func TestDecodePunycode(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"mnchen-3ya", "münchen"},
-		{"bcher-kva", "bücher"},
-		{"wgv71a119e", "日本語"},
-	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			got, err := decodePunycode(c.in)
-			if err != nil || got != c.want {
-				t.Fatalf("decodePunycode(%q) = %q, %v, want %q", c.in, got, err, c.want)
-			}
-		})
-	}
-}
-
 // TestDefaultLimits pins R1's tunnel numbers.
 func TestDefaultLimits(t *testing.T) {
 	d := DefaultLimits()
