@@ -65,10 +65,7 @@ func TestAutoReplyBudget(t *testing.T) {
 func TestAutoReplyZeroBudgetKeepsTaskInInbox(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec + "  sandbox:\n    runs_per_day: 0\n"})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
+	a, _, aidB := startPair(t, b)
 	id := send(t, a, aidB, "anything")
 	// The engine has decided once it logs the hold; only then is "nothing happened" a fact.
 	poll(t, "B's engine holds the task", func() bool { return strings.Contains(b.logs.String(), "run budget is 0") })

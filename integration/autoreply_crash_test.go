@@ -15,11 +15,7 @@ import (
 func TestAutoReplyKill9DuringRunNotCounted(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
-	aidA := a.status().AID
+	a, aidA, aidB := startPair(t, b)
 	// HOLD: the first run of this interaction sleeps after its model call.
 	id := send(t, a, aidB, "HOLD then answer")
 	held := filepath.Join(b.path("cache", "anet", "work-sandbox", aidA, id), "held")
@@ -46,11 +42,7 @@ func TestAutoReplyKill9DuringRunNotCounted(t *testing.T) {
 func TestAutoReplyOpenAIBackend(t *testing.T) {
 	f := newARFake(t, t.TempDir(), "gpt-6-luna")
 	b := newARNode(t, f, arOptions{autoReply: "  backend: openai\n  untrusted: sandbox\n", keys: "openai: " + f.key + "\n"})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
-	aidA := a.status().AID
+	a, aidA, aidB := startPair(t, b)
 	id := send(t, a, aidB, "say hello")
 	if ans := answerAt(t, a, id); ans.Type != "reply" || ans.Text != "hello" {
 		t.Fatalf("A's answer = %+v, want the model's reply", ans)
@@ -82,10 +74,7 @@ func TestAutoReplyOpenAIBackend(t *testing.T) {
 func TestNoAutoReplyBuild(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec, bin: "anetd-noautoreply"})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
+	a, _, aidB := startPair(t, b)
 	id := send(t, a, aidB, "anyone there?")
 	poll(t, "task in B's inbox", func() bool { return len(b.inbox()) == 1 })
 	st := b.status()
@@ -115,11 +104,7 @@ func TestNoAutoReplyBuild(t *testing.T) {
 func TestAutoReplyAgentFailureRefusedAndCounted(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
-	aidA := a.status().AID
+	a, aidA, aidB := startPair(t, b)
 	id := send(t, a, aidB, "please FAIL")
 	ans := answerAt(t, a, id)
 	if ans.Type != "refusal" || ans.Code != "turn_failed" {

@@ -173,6 +173,17 @@ func (n *testNode) arStart() {
 	n.waitReady()
 }
 
+// startPair starts B's anetd (arStart) and a fresh requester A that knows B; it returns A,
+// A's aid and B's aid.
+func startPair(t *testing.T, b *testNode) (a *testNode, aidA, aidB string) {
+	t.Helper()
+	a = newNode(t, nodeOptions{})
+	b.arStart()
+	a.start()
+	aidB = connect(t, a, b)
+	return a, a.status().AID, aidB
+}
+
 // connect makes a know b (peer add) and returns b's aid.
 func connect(t *testing.T, a, b *testNode) string {
 	t.Helper()

@@ -15,10 +15,7 @@ func TestAutoReplyRealClaudeInSandbox(t *testing.T) {
 	const answer = "The answer is 42, from the sandbox."
 	f.up.SetStream(streamAnthropicText(arPinned, answer))
 	b := newARNode(t, f, arOptions{autoReply: "  backend: exec\n  agent: claude\n  untrusted: sandbox\n  api_timeout_seconds: 90\n", agent: claude})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
+	a, _, aidB := startPair(t, b)
 	id := send(t, a, aidB, "what is 6*7? --help; reply in one sentence")
 	ans := answerAt(t, a, id)
 	if ans.Type != "reply" || strings.TrimSpace(ans.Text) != answer {
@@ -61,10 +58,7 @@ func TestAutoReplyRealCodexInSandbox(t *testing.T) {
 	oa := newOpenAIFake(t, f.ca, f.key, pinned, answer)
 	f.openai = oa.Addr()
 	b := newARNode(t, f, arOptions{autoReply: "  backend: exec\n  agent: codex\n  untrusted: sandbox\n  api_timeout_seconds: 90\n", keys: "openai: " + f.key + "\n", agent: codex})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
+	a, _, aidB := startPair(t, b)
 	ans := answerAt(t, a, send(t, a, aidB, "what is 6*7?"))
 	if ans.Type != "reply" || !strings.Contains(ans.Text, answer) {
 		t.Fatalf("A's answer = %+v, want Codex's reply %q", ans, answer)

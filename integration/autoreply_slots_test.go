@@ -87,11 +87,7 @@ func TestAutoReplySlots(t *testing.T) {
 func TestAutoReplyFailsClosedWithoutBwrap(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec, noBwrap: true})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
-	aidA := a.status().AID
+	a, aidA, aidB := startPair(t, b)
 	id := send(t, a, aidB, "run something")
 	ans := answerAt(t, a, id)
 	if ans.Type != "refusal" || ans.Code != "sandbox_unavailable" || !ans.Until.IsZero() {
@@ -123,10 +119,7 @@ func TestAutoReplyFailsClosedWithoutBwrap(t *testing.T) {
 func TestAutoReplyCursorInSandbox(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: "  backend: exec\n  agent: cursor\n  untrusted: sandbox\n"})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
+	a, _, aidB := startPair(t, b)
 	ans := answerAt(t, a, send(t, a, aidB, "hello"))
 	if ans.Type != "refusal" || ans.Code != "sandbox_unavailable" {
 		t.Fatalf("A's answer = %+v, want sandbox_unavailable", ans)

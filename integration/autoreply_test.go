@@ -21,11 +21,7 @@ const sandboxExec = "  backend: exec\n  agent: claude\n  untrusted: sandbox\n  a
 func TestAutoReplySandboxedExecEndToEnd(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec + "  trusted: sandbox\n"})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
-	aidA := a.status().AID
+	a, aidA, aidB := startPair(t, b)
 
 	id := send(t, a, aidB, "what is 6*7? $(id) \"quoted\"")
 	ans := answerAt(t, a, id)
@@ -85,8 +81,8 @@ func TestAutoReplySandboxedExecEndToEnd(t *testing.T) {
 	if c := evidence(t, b, "turn_completed"); len(c) != 2 || details(t, c[1])["counted"] != false {
 		t.Fatalf("trusted turn's completion = %+v, want counted false", c)
 	}
-	if out := b.mustAnet("status"); !strings.Contains(out, "runs today") {
-		t.Fatalf("anet status = %q, want the auto-reply lines", out)
+	if out := b.mustAnet("status"); !strings.Contains(out, "1 of 20 untrusted runs used today") {
+		t.Fatalf("anet status = %q, want the auto-reply lines with 1 of 20 runs used today", out)
 	}
 	b.mustAnet("evidence", "verify")
 }
@@ -96,11 +92,7 @@ func TestAutoReplySandboxedExecEndToEnd(t *testing.T) {
 func TestAutoReplyTrustedDirect(t *testing.T) {
 	f := newARFake(t, t.TempDir(), arPinned)
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec})
-	a := newNode(t, nodeOptions{})
-	b.arStart()
-	a.start()
-	aidB := connect(t, a, b)
-	aidA := a.status().AID
+	a, aidA, aidB := startPair(t, b)
 	b.mustAnet("trust", "add", aidA)
 	id := send(t, a, aidB, "trusted direct task")
 	ans := answerAt(t, a, id)

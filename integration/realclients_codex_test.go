@@ -108,19 +108,8 @@ func runRealCodex(t *testing.T, prefix, codex, pinned, codexModel string) {
 // hosted tools) what only the test knows: the run's placeholder.
 func checkOpenAIRequests(t *testing.T, reqs []modelproxytest.Recorded, problems []string, placeholder string, logFake func()) {
 	t.Helper()
-	failed := false
-	fail := func(format string, args ...any) {
-		failed = true
-		t.Errorf(format, args...)
-	}
-	defer func() {
-		if failed {
-			logFake()
-		}
-	}()
-	for _, p := range problems {
-		fail("fake upstream: %s", p)
-	}
+	fail, done := requestFailures(t, problems, logFake)
+	defer done()
 	responses := 0
 	for i, r := range reqs {
 		if containsSecret(r.Header, r.Body, placeholder) {

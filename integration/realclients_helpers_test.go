@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,22 +54,25 @@ func agentBin(t *testing.T, name string) (prefix, bin string) {
 	return prefix, bin
 }
 
-// syncBuf is a bytes.Buffer safe for a process's output goroutine and the test.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// requestFailures starts a check of the fake's recorded requests: fail reports one failure
+// (the fake's own problems are reported first), and done logs the fake's view once if any
+// failure was reported.
+func requestFailures(t *testing.T, problems []string, logFake func()) (fail func(format string, args ...any), done func()) {
+	t.Helper()
+	failed := false
+	fail = func(format string, args ...any) {
+		t.Helper()
+		failed = true
+		t.Errorf(format, args...)
+	}
+	for _, p := range problems {
+		fail("fake upstream: %s", p)
+	}
+	return fail, func() {
+		if failed {
+			logFake()
+		}
+	}
 }
 
 // shortTempDir is a temp dir with a short path: unix socket paths are limited to 108 bytes,
@@ -89,7 +91,7 @@ func shortTempDir(t *testing.T, prefix string) string {
 type egressEndpoint struct {
 	Socket      string
 	Placeholder string
-	Stderr      *syncBuf
+	Stderr      *syncBuffer
 }
 
 // startEgressEndpoint runs `anet-egress-test endpoint` with policy and keys, redirecting
@@ -112,7 +114,7 @@ func startEgressEndpoint(t *testing.T, dir, policy, keysYAML, redirect, caPEM st
 		"SSL_CERT_FILE=" + caFile,
 		"ANET_TEST_REDIRECTS=" + redirect,
 	}
-	ep := &egressEndpoint{Socket: sock, Stderr: &syncBuf{}}
+	ep := &egressEndpoint{Socket: sock, Stderr: &syncBuffer{}}
 	cmd.Stderr = ep.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -182,7 +184,7 @@ func runInSandbox(t *testing.T, dir string, ep *egressEndpoint, port int, agentT
 		"PATH=/usr/bin:/bin", "HOME=" + os.Getenv("HOME"), "XDG_RUNTIME_DIR=" + os.Getenv("XDG_RUNTIME_DIR"),
 		"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"),
 	}
-	var stdout, stderr syncBuf
+	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()

@@ -123,19 +123,8 @@ func claudeEnv(placeholder, model string, port int) []string {
 
 func checkAnthropicRequests(t *testing.T, reqs []modelproxytest.Recorded, problems []string, key, placeholder, pinned string, logFake func()) {
 	t.Helper()
-	failed := false
-	fail := func(format string, args ...any) {
-		failed = true
-		t.Errorf(format, args...)
-	}
-	defer func() {
-		if failed {
-			logFake()
-		}
-	}()
-	for _, p := range problems {
-		fail("fake upstream: %s", p)
-	}
+	fail, done := requestFailures(t, problems, logFake)
+	defer done()
 	messages := 0
 	for i, r := range reqs {
 		if r.Header.Get("X-Api-Key") != key {

@@ -33,12 +33,7 @@
 // 2026.9, which needs Node 22, and cursor-agent); the comments in each agent's file say which.
 package agents
 
-import (
-	"fmt"
-	"sort"
-
-	"anet.dev/anet/pkg/reasons"
-)
+import "anet.dev/anet/pkg/reasons"
 
 // Agent names a coding agent the exec back-end can run.
 type Agent string
@@ -53,19 +48,6 @@ const (
 	Cursor   Agent = "cursor"
 )
 
-// API is the wire shape an agent speaks to its model endpoint.
-type API string
-
-const (
-	// APIAnthropicMessages is POST /v1/messages (Claude Code).
-	APIAnthropicMessages API = "anthropic-messages"
-	// APIOpenAIResponses is POST /v1/responses (Codex).
-	APIOpenAIResponses API = "openai-responses"
-	// APIOpenAIChat is POST /v1/chat/completions: what opencode, hermes and openclaw are
-	// configured to send to the operator's api_base service through the endpoint.
-	APIOpenAIChat API = "openai-chat"
-)
-
 // Spec is one row of the table.
 type Spec struct {
 	Agent Agent
@@ -75,23 +57,21 @@ type Spec struct {
 	Install string
 	// Sandbox reports whether the agent can run in the sandbox (E10: all but cursor).
 	Sandbox bool
-	// API is the wire shape of its model requests in the sandbox ("" for cursor).
-	API API
 	// Checked says what the settings were verified against.
 	Checked string
 }
 
 var table = map[Agent]Spec{
 	Claude: {Agent: Claude, Binary: "claude", Install: "npm install -g @anthropic-ai/claude-code",
-		Sandbox: true, API: APIAnthropicMessages, Checked: "claude 2.1.197 and 2.1.328 run against a fake upstream"},
+		Sandbox: true, Checked: "claude 2.1.197 and 2.1.328 run against a fake upstream"},
 	Codex: {Agent: Codex, Binary: "codex", Install: "npm install -g @openai/codex",
-		Sandbox: true, API: APIOpenAIResponses, Checked: "codex-cli 0.169.0 and 0.171.0 run against a fake upstream (--strict-config)"},
+		Sandbox: true, Checked: "codex-cli 0.169.0 and 0.171.0 run against a fake upstream (--strict-config)"},
 	Opencode: {Agent: Opencode, Binary: "opencode", Install: "npm install -g opencode-ai",
-		Sandbox: true, API: APIOpenAIChat, Checked: "opencode 1.18.33 run against a fake upstream"},
+		Sandbox: true, Checked: "opencode 1.18.33 run against a fake upstream"},
 	Hermes: {Agent: Hermes, Binary: "hermes", Install: "see https://github.com/NousResearch/hermes-agent (Python; not on npm)",
-		Sandbox: true, API: APIOpenAIChat, Checked: "hermes-agent documentation (CLI reference, configuration, toolsets)"},
+		Sandbox: true, Checked: "hermes-agent documentation (CLI reference, configuration, toolsets)"},
 	Openclaw: {Agent: Openclaw, Binary: "openclaw", Install: "npm install -g openclaw (needs Node 22 or later)",
-		Sandbox: true, API: APIOpenAIChat, Checked: "openclaw documentation (agent CLI, model providers, tools, environment)"},
+		Sandbox: true, Checked: "openclaw documentation (agent CLI, model providers, tools, environment)"},
 	Cursor: {Agent: Cursor, Binary: "cursor-agent", Install: "see https://cursor.com/docs/cli (operator's own login)",
 		Sandbox: false, Checked: "cursor CLI documentation (headless print mode)"},
 }
@@ -108,28 +88,4 @@ func init() {
 func Lookup(name string) (Spec, bool) {
 	s, ok := table[Agent(name)]
 	return s, ok
-}
-
-// All returns every row, sorted by agent name.
-func All() []Spec {
-	out := make([]Spec, 0, len(table))
-	for _, s := range table {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
-	return out
-}
-
-// Upstream returns the API family agent speaks through the endpoint when sandboxed. cursor
-// and unknown agents get an agent_unsupported error: they cannot send their model requests
-// through the node (E10).
-func Upstream(agent Agent) (API, error) {
-	s, ok := table[agent]
-	if !ok {
-		return "", reasons.New(reasons.AgentUnsupported, fmt.Sprintf("unknown agent %q", agent))
-	}
-	if !s.Sandbox {
-		return "", reasons.New(reasons.AgentUnsupported, "agent "+string(agent))
-	}
-	return s.API, nil
 }

@@ -1,11 +1,8 @@
 package agents
 
 import (
-	"errors"
 	"strings"
 	"testing"
-
-	"anet.dev/anet/pkg/reasons"
 )
 
 // TestLookup: the table covers the six agents of E10 with their binaries; only cursor lacks
@@ -16,60 +13,30 @@ func TestLookup(t *testing.T) {
 		ok      bool
 		binary  string
 		sandbox bool
-		api     API
 	}{
-		{"claude", true, "claude", true, APIAnthropicMessages},
-		{"codex", true, "codex", true, APIOpenAIResponses},
-		{"opencode", true, "opencode", true, APIOpenAIChat},
-		{"hermes", true, "hermes", true, APIOpenAIChat},
-		{"openclaw", true, "openclaw", true, APIOpenAIChat},
-		{"cursor", true, "cursor-agent", false, ""},
-		{"Claude", false, "", false, ""},
-		{"aider", false, "", false, ""},
-		{"", false, "", false, ""},
+		{"claude", true, "claude", true},
+		{"codex", true, "codex", true},
+		{"opencode", true, "opencode", true},
+		{"hermes", true, "hermes", true},
+		{"openclaw", true, "openclaw", true},
+		{"cursor", true, "cursor-agent", false},
+		{"Claude", false, "", false},
+		{"aider", false, "", false},
+		{"", false, "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s, ok := Lookup(c.name)
-			if ok != c.ok || s.Binary != c.binary || s.Sandbox != c.sandbox || s.API != c.api {
-				t.Fatalf("Lookup(%q) = %+v, %v; want binary %q sandbox %v api %q, %v", c.name, s, ok, c.binary, c.sandbox, c.api, c.ok)
+			if ok != c.ok || s.Binary != c.binary || s.Sandbox != c.sandbox {
+				t.Fatalf("Lookup(%q) = %+v, %v; want binary %q sandbox %v, %v", c.name, s, ok, c.binary, c.sandbox, c.ok)
 			}
 			if ok && (s.Install == "" || s.Checked == "" || string(s.Agent) != c.name) {
 				t.Errorf("Lookup(%q) = %+v: want agent, install hint and what it was checked against", c.name, s)
 			}
 		})
 	}
-	if n := len(All()); n != 6 {
-		t.Errorf("len(All()) = %d, want 6", n)
-	}
-}
-
-// TestUpstream: E10's API family per agent; cursor and unknown agents are agent_unsupported.
-func TestUpstream(t *testing.T) {
-	cases := []struct {
-		agent Agent
-		want  API
-		code  reasons.Code
-	}{
-		{Claude, APIAnthropicMessages, ""},
-		{Codex, APIOpenAIResponses, ""},
-		{Opencode, APIOpenAIChat, ""},
-		{Hermes, APIOpenAIChat, ""},
-		{Openclaw, APIOpenAIChat, ""},
-		{Cursor, "", reasons.AgentUnsupported},
-		{"aider", "", reasons.AgentUnsupported},
-	}
-	for _, c := range cases {
-		t.Run(string(c.agent), func(t *testing.T) {
-			got, err := Upstream(c.agent)
-			var re *reasons.Error
-			switch {
-			case c.code == "" && (err != nil || got != c.want):
-				t.Fatalf("Upstream(%s) = %q, %v; want %q", c.agent, got, err, c.want)
-			case c.code != "" && (!errors.As(err, &re) || re.Code != c.code):
-				t.Fatalf("Upstream(%s) = %q, %v; want code %s", c.agent, got, err, c.code)
-			}
-		})
+	if n := len(table); n != 6 {
+		t.Errorf("len(table) = %d, want 6", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package autoreply
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -103,7 +104,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	rs.AgentTree = packageTree(prog)
 	rs.Env = launch.EnvList()
 	for _, f := range launch.Files {
-		rs.HomeFiles = append(rs.HomeFiles, sandbox.HomeFile{Path: f.Path, Mode: uint32(f.Mode) & 0o700, Content: []byte(f.Content)})
+		rs.HomeFiles = append(rs.HomeFiles, sandbox.HomeFile{Path: f.Path, Mode: f.Mode & 0o700, Content: []byte(f.Content)})
 	}
 	workDir := filepath.Join(rs.WorkRoot, sub)
 	if err := prepareWork(rs.WorkRoot, sub, launch); err != nil {
@@ -127,11 +128,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	}}
 	// Filled in by the deferred endpoint close, before the caller reads it.
 	out.usage = &usage
-	ans, code, detail := answerOf(res, workDir, launch)
-	if params.Placeholder != "" {
-		// The run's token is dead once its endpoint closes, but it stays out of logs anyway.
-		detail = strings.ReplaceAll(detail, params.Placeholder, "[placeholder]")
-	}
+	ans, code, detail := answerOf(res, workDir, launch, params.Placeholder)
 	stage = "answer"
 	if code != "" {
 		tr.fail(stage, code, detail)
@@ -143,8 +140,16 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	return out
 }
 
-// answerOf reads the agent's final answer of a finished run, or why there is none.
-func answerOf(res RunResult, workDir string, launch agents.Launch) (string, reasons.Code, string) {
+// answerOf reads the agent's final answer of a finished run, or why there is none. token is
+// the run's placeholder ("" in direct mode): it is dead once the endpoint closes, but it stays
+// out of the detail (logs, chain) anyway, and it is replaced before the output is parsed or
+// clipped, as a clipped token would no longer match.
+func answerOf(res RunResult, workDir string, launch agents.Launch, token string) (string, reasons.Code, string) {
+	if token != "" {
+		mask := []byte("[placeholder]")
+		res.Stdout = bytes.ReplaceAll(res.Stdout, []byte(token), mask)
+		res.Stderr = bytes.ReplaceAll(res.Stderr, []byte(token), mask)
+	}
 	if res.Outcome.ExitCode != 0 || res.Outcome.Limit != "" {
 		return "", agents.NoAnswer, fmt.Sprintf("agent exited with %d %s %s", res.Outcome.ExitCode, res.Outcome.Limit, clip(string(res.Stderr), 300))
 	}

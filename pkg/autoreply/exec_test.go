@@ -3,9 +3,11 @@ package autoreply
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"anet.dev/anet/pkg/agents"
+	"anet.dev/anet/pkg/sandbox"
 )
 
 // S3: the work dir belongs to earlier runs of the interaction, which may have planted links;
@@ -14,7 +16,9 @@ import (
 // home through Spec.HomeFiles).
 func TestPrepareWorkFollowsNoLinkOut(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "work-sandbox")
-	outside := filepath.Join(t.TempDir(), "operator-file")
+	// The operator's file has the answer file's name, so a removal that followed the
+	// interaction dir's link out would hit it.
+	outside := filepath.Join(t.TempDir(), ".anet-answer.txt")
 	if err := os.WriteFile(outside, []byte("precious"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -23,14 +27,19 @@ func TestPrepareWorkFollowsNoLinkOut(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		plant func(work string)
+		// stale: the work dir itself is real and its stale answer must be gone.
+		stale bool
 	}{
+		{"stale answer file", func(work string) {
+			os.WriteFile(filepath.Join(work, ".anet-answer.txt"), []byte("an earlier run's answer"), 0o600)
+		}, true},
 		{"stale answer is a link out", func(work string) {
 			os.Symlink(outside, filepath.Join(work, ".anet-answer.txt"))
-		}},
+		}, true},
 		{"interaction dir is a link out", func(work string) {
 			os.RemoveAll(work)
 			os.Symlink(filepath.Dir(outside), work)
-		}},
+		}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			os.RemoveAll(root)
@@ -48,6 +57,9 @@ func TestPrepareWorkFollowsNoLinkOut(t *testing.T) {
 			}
 			if _, err := os.Lstat(filepath.Join(work, ".codex")); err == nil {
 				t.Fatalf("prepareWork(%s) wrote agent config into the work dir", c.name)
+			}
+			if _, err := os.Lstat(filepath.Join(work, ".anet-answer.txt")); c.stale && !os.IsNotExist(err) {
+				t.Fatalf("prepareWork(%s): the stale answer is still there (%v); it would pass for this run's", c.name, err)
 			}
 		})
 	}
@@ -79,4 +91,39 @@ func TestPackageTree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// F3: the run's placeholder never reaches the operator's detail (log, evidence chain), whole
+// or in part: it is replaced before the agent's output is clipped, so a token that straddles
+// the clip leaves no prefix behind.
+func TestAnswerOfRedactsToken(t *testing.T) {
+	const tok = "PH0123456789abcdefghijklmnopqrstuvwxyzABCD"
+	text := agents.Launch{Answer: agents.AnswerSource{Kind: agents.AnswerText}}
+	claude := agents.Launch{Answer: agents.AnswerSource{Kind: agents.AnswerClaudeJSON}}
+	failed := sandbox.WireOutcome{Outcome: sandbox.Outcome{ExitCode: 1}}
+	for _, c := range []struct {
+		name   string
+		res    RunResult
+		launch agents.Launch
+	}{
+		{"stderr, whole token", RunResult{Outcome: failed, Stderr: []byte("failing with token " + tok + "\n")}, text},
+		{"stderr, token across the clip", RunResult{Outcome: failed, Stderr: []byte(strings.Repeat("x", 290) + tok)}, text},
+		{"claude error result, token across the clip", RunResult{Stdout: []byte(`{"type":"result","subtype":"success","is_error":true,"result":"` + strings.Repeat("y", 190) + tok + `"}`)}, claude},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ans, code, detail := answerOf(c.res, t.TempDir(), c.launch, tok)
+			if ans != "" || code != agents.NoAnswer {
+				t.Fatalf("answerOf(%s) = %q, %q, want no answer with %s", c.name, ans, code, agents.NoAnswer)
+			}
+			if strings.Contains(detail, tok[:6]) {
+				t.Fatalf("answerOf(%s) detail = %q, want no part of the token %q", c.name, detail, tok)
+			}
+		})
+	}
+	t.Run("answer", func(t *testing.T) {
+		ans, code, _ := answerOf(RunResult{Stdout: []byte("the token is " + tok)}, t.TempDir(), text, tok)
+		if ans != "the token is [placeholder]" || code != "" {
+			t.Fatalf("answerOf(answer with token) = %q, %q, want the token replaced", ans, code)
+		}
+	})
 }

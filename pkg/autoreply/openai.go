@@ -39,12 +39,13 @@ func (e *Engine) openaiTurn(ctx context.Context, log *slog.Logger, run string, t
 	}
 	out.details["model"], out.details["status"] = rep.Model, rep.Status
 	tr.ok("model_call", fmt.Sprintf("model %s, status %d", rep.Model, rep.Status))
-	if strings.TrimSpace(rep.Text) == "" {
+	ans := strings.TrimSpace(rep.Text)
+	if ans == "" {
 		out.code, out.detail = TurnFailed, "the model returned no text"
 		tr.fail("answer", out.code, out.detail)
 		return out
 	}
-	tr.ok("answer", fmt.Sprintf("%d bytes", len(strings.TrimSpace(rep.Text))))
-	out.answer = strings.TrimSpace(rep.Text)
+	tr.ok("answer", fmt.Sprintf("%d bytes", len(ans)))
+	out.answer = ans
 	return out
 }

@@ -2,6 +2,7 @@ package autoreply
 
 import (
 	"context"
+	"encoding/json"
 
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
@@ -89,7 +90,7 @@ func (tr tracer) modelCall(out outcome) {
 			Forwarded int64 `json:"forwarded"`
 		} `json:"model"`
 	}{}
-	if out.usage == nil || len(*out.usage) == 0 || jsonUnmarshal(*out.usage, &u) != nil {
+	if out.usage == nil || len(*out.usage) == 0 || json.Unmarshal(*out.usage, &u) != nil {
 		tr.fail("model_call", reasons.Internal, "the endpoint reported no usage")
 		return
 	}
@@ -97,7 +98,8 @@ func (tr tracer) modelCall(out outcome) {
 		tr.fail("model_call", TurnFailed, "the agent sent no model request through the endpoint")
 		return
 	}
-	tr.ok("model_call", jsonString(u.Model))
+	b, _ := json.Marshal(u.Model)
+	tr.ok("model_call", string(b))
 }
 
 func (e *Engine) finishTest(ctx context.Context, rep TestReport) TestReport {

@@ -51,6 +51,9 @@ func TestSchedulerSlotsAndBudget(t *testing.T) {
 	complete(ta, a)
 	// a has used its 2 per peer (B2): refused with the day's end (B4).
 	admit(a, Spent)
+	// 2 counted and b in flight: a slot is free, but the day's last run may be b's, so c
+	// waits rather than take a run the budget may not have.
+	admit(c, Wait)
 	complete(tb, b)
 	// 3 of 3 for the day: everyone is refused now, c included.
 	_, v, until, err := s.Admit(ctx, c)

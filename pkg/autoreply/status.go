@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 )
@@ -38,7 +39,7 @@ func (e *Engine) noteLimits(l sandbox.CgroupLimits) {
 // usesSandbox reports whether any turn can need the sandbox.
 func (e *Engine) usesSandbox() bool {
 	c := e.o.Config
-	return c.Backend == "exec" && (c.Untrusted == "sandbox" || c.Trusted == "sandbox")
+	return c.Backend == config.BackendExec && (c.Untrusted == config.ModeSandbox || c.Trusted == config.ModeSandbox)
 }
 
 // ProbeMaxAge is how long status trusts a passing probe; the helper caches it as long.

@@ -126,10 +126,3 @@ func newRunID() string {
 	rand.Read(b)
 	return "r" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b)
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
-
-func jsonString(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
