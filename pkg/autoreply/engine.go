@@ -24,10 +24,7 @@ import (
 const ScanInterval = 5 * time.Second
 
 // RunResult is a finished run with what the agent wrote.
-type RunResult struct {
-	Outcome        sandbox.WireOutcome
-	Stdout, Stderr []byte
-}
+type RunResult = sandbox.RunResult
 
 // Sandbox is anet-sandboxd as the engine uses it.
 type Sandbox interface {

@@ -14,7 +14,6 @@ import (
 	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
-	"anet.dev/anet/pkg/sandbox"
 )
 
 // startAutoReply builds the auto-reply engine over the two helpers, unless Options.Engine
@@ -31,7 +30,7 @@ func (n *Node) startAutoReply(ctx context.Context) error {
 			RunRoot:     filepath.Join(n.paths.CacheDir, "runs"),
 			Hidden:      []string{n.paths.DataDir, n.paths.RuntimeDir, n.paths.ConfigDir},
 		},
-		Sandbox:   sandboxSeam{SandboxClient{sup: n.sandboxd}},
+		Sandbox:   SandboxClient{sup: n.sandboxd},
 		Endpoints: egressClient{n.egress},
 		Completer: egressClient{n.egress},
 		Ledger:    autoreply.Ledger{Store: n.store, Signer: n.id},
@@ -63,16 +62,6 @@ func (n *Node) waitHelpers(ctx context.Context) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// sandboxSeam adapts SandboxClient to the engine's interface.
-type sandboxSeam struct{ c SandboxClient }
-
-func (s sandboxSeam) Probe(ctx context.Context) (sandbox.ProbeResult, error) { return s.c.Probe(ctx) }
-
-func (s sandboxSeam) Run(ctx context.Context, spec sandbox.Spec) (autoreply.RunResult, error) {
-	r, err := s.c.Run(ctx, spec)
-	return autoreply.RunResult{Outcome: r.Outcome, Stdout: r.Stdout, Stderr: r.Stderr}, err
 }
 
 // egressClient calls anet-egress: per-run endpoints and the openai back-end's completion.

@@ -29,24 +29,18 @@ func (c SandboxClient) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	return res, nil
 }
 
-// RunResult is a finished run with what the agent wrote.
-type RunResult struct {
-	Outcome        sandbox.WireOutcome
-	Stdout, Stderr []byte
-}
-
 // Run starts spec through anet-sandboxd and waits for it to end. Cancelling ctx stops the
 // run. A run that cannot start returns an error with a reason code (sandbox_unavailable,
 // sandbox_start_failed, helper_down, ...): nothing ran.
-func (c SandboxClient) Run(ctx context.Context, spec sandbox.Spec) (RunResult, error) {
+func (c SandboxClient) Run(ctx context.Context, spec sandbox.Spec) (sandbox.RunResult, error) {
 	stdout, err := memfd("anet-stdout")
 	if err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
 	defer stdout.Close()
 	stderr, err := memfd("anet-stderr")
 	if err != nil {
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
 	defer stderr.Close()
 	var out sandbox.WireOutcome
@@ -57,9 +51,9 @@ func (c SandboxClient) Run(ctx context.Context, spec sandbox.Spec) (RunResult, e
 			c.sup.Call(sctx, sandbox.MethodRunStop, sandbox.StopRequest{ID: spec.ID}, nil)
 			cancel()
 		}
-		return RunResult{}, err
+		return sandbox.RunResult{}, err
 	}
-	return RunResult{Outcome: out, Stdout: readCapped(stdout), Stderr: readCapped(stderr)}, nil
+	return sandbox.RunResult{Outcome: out, Stdout: readCapped(stdout), Stderr: readCapped(stderr)}, nil
 }
 
 func memfd(name string) (*os.File, error) {

@@ -39,3 +39,10 @@ func NewWireOutcome(o Outcome) WireOutcome {
 	}
 	return w
 }
+
+// RunResult is a finished run as anetd sees it: the outcome, and what the agent wrote to
+// stdout and stderr (read back from the descriptors passed with MethodRun, capped).
+type RunResult struct {
+	Outcome        WireOutcome
+	Stdout, Stderr []byte
+}

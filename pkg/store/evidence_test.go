@@ -295,7 +295,6 @@ const (
 	goldenHash2 = "d3b2a863db6f2284b470258265b7194efb60d9cff89ad6e429f03f8de8c7adef"
 )
 
-
 // TestAppendTx: an entry written inside a caller's transaction exists only if it commits.
 func TestAppendTx(t *testing.T) {
 	s := openTemp(t)
