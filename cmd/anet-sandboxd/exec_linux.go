@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
 )
@@ -26,7 +27,7 @@ func init() { commands = append(commands, execCommand()) }
 // 125), so it cannot be confused with the command's own status.
 const exitSetup = 125
 
-// runFlags are the flags that shape a run, shared by exec and self-test.
+// runFlags are the flags that shape an exec run.
 func runFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "work", Usage: "host work `DIR` bound at /work (default: a fresh dir deleted after the run)"},
@@ -70,6 +71,12 @@ func execCommand() *cli.Command {
 
 // specFromFlags builds the run spec from the shared flags.
 func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
+	// The node's own paths (pkg/config, as anetd computes them): the dirs a run must never
+	// see, and the default run root.
+	paths, err := config.DefaultPaths(nil)
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
 	var errs []error
 	size := func(name string) int64 {
 		n, err := sandbox.ParseSize(c.String(name))
@@ -85,7 +92,7 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 		AgentTree: c.String("agent-tree"),
 		RunRoot:   c.String("run-root"),
 		Env:       list(c, "env"),
-		Hidden:    hiddenDirs(),
+		Hidden:    []string{paths.DataDir, paths.RuntimeDir, paths.ConfigDir},
 		Limits: sandbox.Limits{
 			Memory: size("memory"), Tasks: c.Int64("tasks"), Disk: size("disk"),
 			WallClock: c.Duration("timeout"), Grace: c.Duration("grace"),
@@ -95,7 +102,7 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 		return spec, errors.Join(errs...)
 	}
 	if spec.RunRoot == "" {
-		spec.RunRoot = filepath.Join(cacheDir(), "anet", "runs")
+		spec.RunRoot = filepath.Join(paths.CacheDir, "runs")
 	}
 	if w := c.String("work"); w != "" {
 		abs, err := filepath.Abs(w)
@@ -175,35 +182,4 @@ func randID() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func cacheDir() string {
-	if d := os.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(d) {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache")
-}
-
-// hiddenDirs are the node's dirs that must never be visible in a run (S3, F3): the agent tree
-// may not overlap them. Paths follow the XDG layout of ARCHITECTURE.md.
-func hiddenDirs() []string {
-	home, _ := os.UserHomeDir()
-	xdg := func(env, def string) string {
-		if d := os.Getenv(env); filepath.IsAbs(d) {
-			return d
-		}
-		return filepath.Join(home, def)
-	}
-	out := []string{
-		filepath.Join(xdg("XDG_DATA_HOME", ".local/share"), "anet"),
-		filepath.Join(xdg("XDG_CONFIG_HOME", ".config"), "anet"),
-	}
-	if rt := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(rt) {
-		out = append(out, filepath.Join(rt, "anet"))
-	}
-	for i, p := range out {
-		out[i] = filepath.Clean(p)
-	}
-	return out
 }

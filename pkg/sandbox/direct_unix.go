@@ -35,8 +35,7 @@ func StartDirect(ctx context.Context, spec Spec, stdio Stdio) (Run, error) {
 	}
 	f.Close()
 	home, _ := os.UserHomeDir()
-	env := []string{"LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TERM=dumb", "PATH=" + SandboxPATH, "HOME=" + home, "TMPDIR=" + os.TempDir()}
-	env = append(env, spec.Env...)
+	env := append(baseEnv(home, os.TempDir()), spec.Env...)
 	lim := spec.Limits.WithDefaults()
 	cmd := &exec.Cmd{
 		Path: spec.Argv[0], Args: spec.Argv, Env: env, Dir: work,

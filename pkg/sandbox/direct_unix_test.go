@@ -17,7 +17,12 @@ import (
 // the same wall clock as a sandboxed run (issue 3 item 7).
 func TestDirectRun(t *testing.T) {
 	root := t.TempDir()
-	spec := Spec{ID: "d1", Mode: ModeDirect, Argv: []string{"/bin/sh", "-c", "pwd; echo $ANET_X; exit 3"},
+	// The launcher's own environment (a key, a proxy) never reaches the agent (S5, F3); the
+	// operator's home stays its home (P4).
+	t.Setenv("ANET_TEST_SECRET", "sk-launcher-secret")
+	home, _ := os.UserHomeDir()
+	spec := Spec{ID: "d1", Mode: ModeDirect,
+		Argv:    []string{"/bin/sh", "-c", `pwd; echo $ANET_X; echo "$HOME"; echo "${ANET_TEST_SECRET-unset}"; exit 3`},
 		RunRoot: t.TempDir(), WorkRoot: root, WorkSub: "aid/i1", Env: []string{"ANET_X=hello"}}
 	var out bytes.Buffer
 	run, err := StartDirect(context.Background(), spec, Stdio{Stdout: &out})
@@ -25,10 +30,11 @@ func TestDirectRun(t *testing.T) {
 		t.Fatalf("StartDirect = %v", err)
 	}
 	o := run.Wait()
-	want := filepath.Join(root, "aid", "i1") + "\nhello\n"
+	work := filepath.Join(root, "aid", "i1")
 	if real, err := filepath.EvalSymlinks(root); err == nil {
-		want = filepath.Join(real, "aid", "i1") + "\nhello\n"
+		work = filepath.Join(real, "aid", "i1")
 	}
+	want := work + "\nhello\n" + home + "\nunset\n"
 	if o.ExitCode != 3 || out.String() != want || o.Limit != "" {
 		t.Fatalf("direct run = exit %d limit %q output %q, want 3, none, %q", o.ExitCode, o.Limit, out.String(), want)
 	}

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -20,15 +19,19 @@ import (
 //     daemon's proxy settings, but the run's CONNECT egress is reached as a proxy at
 //     http://127.0.0.1:<port>.
 
-// BaseEnv returns the variables every run gets, in a fixed order.
-func BaseEnv() []string {
+// BaseEnv returns the variables every sandboxed run gets, in a fixed order.
+func BaseEnv() []string { return baseEnv(SandboxHome, SandboxTmp) }
+
+// baseEnv is BaseEnv with the given home and temp dir: a direct run (P4) keeps the
+// operator's.
+func baseEnv(home, tmp string) []string {
 	return []string{
 		"LANG=C.UTF-8",
 		"LC_ALL=C.UTF-8",
 		"TERM=dumb",
 		"PATH=" + SandboxPATH,
-		"HOME=" + SandboxHome,
-		"TMPDIR=" + SandboxTmp,
+		"HOME=" + home,
+		"TMPDIR=" + tmp,
 	}
 }
 
@@ -113,12 +116,4 @@ func loopbackProxy(val string, port int) bool {
 	}
 	p := strconv.Itoa(port)
 	return val == "http://127.0.0.1:"+p || val == "http://127.0.0.1:"+p+"/"
-}
-
-// RunEnv is the full environment of the agent: BaseEnv then the handed-in variables, sorted
-// by name so the result does not depend on the caller's order.
-func RunEnv(handed []string) []string {
-	extra := append([]string(nil), handed...)
-	sort.Strings(extra)
-	return append(BaseEnv(), extra...)
 }

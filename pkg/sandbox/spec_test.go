@@ -66,12 +66,13 @@ func TestLimitsDefaults(t *testing.T) {
 	}
 }
 
-// TestRunEnv: the environment is built from empty (S5): base names then handed-in, sorted.
-func TestRunEnv(t *testing.T) {
-	got := strings.Join(RunEnv([]string{"Z=1", "A=2"}), " ")
-	want := "LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/agent TMPDIR=/tmp A=2 Z=1"
+// TestBaseEnv: a run's environment starts from these names only (S5), with the fixed
+// in-sandbox home and tmp; bwrap sets them after --clearenv.
+func TestBaseEnv(t *testing.T) {
+	got := strings.Join(BaseEnv(), " ")
+	want := "LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/agent TMPDIR=/tmp"
 	if got != want {
-		t.Fatalf("RunEnv = %q, want %q", got, want)
+		t.Fatalf("BaseEnv() = %q, want %q", got, want)
 	}
 }
 

@@ -210,15 +210,6 @@ func Run(name string, env Env) Result {
 	return Result{Name: name, How: "unknown", Detail: "no such attack; known: " + strings.Join(Names(), " ")}
 }
 
-// RunAll runs the whole battery in order.
-func RunAll(env Env) []Result {
-	out := make([]Result, 0, len(battery))
-	for _, a := range battery {
-		out = append(out, Run(a.name, env))
-	}
-	return out
-}
-
 // blocked, notBlocked and check build results.
 func blocked(how, detail string) Result { return Result{Blocked: true, How: how, Detail: detail} }
 

@@ -97,7 +97,7 @@ func TestNames(t *testing.T) {
 	for _, want := range []string{
 		"loopback", "host_tcp", "external_ip", "host_abstract", "runtime_socket", "ssh_key",
 		"control_token", "data_dir", "write_etc", "af_vsock", "af_packet", "af_alg", "af_netlink",
-		"ptrace_pid1", "process_vm_readv_pid1", "mount", "umount2", "pivot_root", "fsopen",
+		"ptrace_pid1", "process_vm_readv_pid1", "proc1_environ", "mount", "umount2", "pivot_root", "fsopen",
 		"open_tree", "clone3", "unshare_newuser", "clone_newuser", "keyctl", "add_key", "bpf",
 		"perf_event_open", "io_uring_setup", "init_module", "userfaultfd", "tiocsti",
 		"tiocsti_highbits", "x32", "int80", "proc_status", "setuid_su", "proc_pids", "hostname",

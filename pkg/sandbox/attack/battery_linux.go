@@ -22,6 +22,7 @@ var battery = []entry{
 	// Tracing (S4).
 	{"ptrace_pid1", "S4", childAttack("ptrace_pid1")},
 	{"process_vm_readv_pid1", "S4", attackProcessVMReadv},
+	{"proc1_environ", "S4", attackProc1Environ},
 	// Mounting (S4).
 	{"mount", "S4", attackMount},
 	{"umount2", "S4", attackUmount2},

@@ -63,6 +63,17 @@ func attackProcessVMReadv(Env) Result {
 	return expectErrno("process_vm_readv(pid 1)", err, syscall.EPERM)
 }
 
+// attackProc1Environ reads the environment of pid 1 (the sandbox's init). init runs with the
+// agent's uid, so only its non-dumpable flag keeps the agent out of its /proc files (S4):
+// EACCES is that protection; a read means init's memory is open to the agent.
+func attackProc1Environ(Env) Result {
+	b, err := os.ReadFile("/proc/1/environ")
+	if err == nil {
+		return notBlocked("succeeded", fmt.Sprintf("read /proc/1/environ: %d bytes", len(b)))
+	}
+	return expectErrno("read /proc/1/environ", err, syscall.EACCES)
+}
+
 // scratchDir makes a fresh directory to aim mount attacks at, so that even a successful
 // attack on an unsandboxed host touches nothing that matters.
 func scratchDir() (string, func(), error) {

@@ -155,7 +155,8 @@ func hasWords(s string, words ...string) bool {
 // leaf is one run's cgroup(s).
 type leaf struct {
 	mode LimitsMode
-	// dirs are the run's cgroup dirs; procs the cgroup.procs files `enter` writes "0" to.
+	// dirs are the run's cgroup dirs; procs the cgroup.procs files confine writes the
+	// blocked sandbox child's pid to.
 	dirs  []string
 	procs []string
 	mem   string // dir holding the memory files
@@ -165,7 +166,7 @@ type leaf struct {
 const leafPrefix = "anet-run-"
 
 // newLeaf makes the run's cgroup(s) under m, writes the limits and reads them back (S6: report
-// full only after reading back). The caller starts the run inside with `enter`.
+// full only after reading back). The caller moves the run in with confine.
 func (m Mechanism) newLeaf(id string, lim sandbox.Limits) (*leaf, error) {
 	mem := (lim.Memory + 4095) &^ 4095 // the kernel stores pages; write what reads back
 	l := &leaf{mode: m.Mode}

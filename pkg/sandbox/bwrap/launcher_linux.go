@@ -17,7 +17,7 @@ import (
 type Config struct {
 	// Bwrap is the bubblewrap binary; "" looks up "bwrap" in PATH.
 	Bwrap string
-	// Self is the anet-sandboxd binary (run as `enter` in front of bwrap, and as pid 1 inside);
+	// Self is the anet-sandboxd binary (bound into every run and started there as pid 1);
 	// "" uses os.Executable().
 	Self string
 	// Hostname is the runs' hostname; "" is "anet-run".

@@ -2,16 +2,14 @@ package bwrap
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
-	"syscall"
+	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/attack"
 )
 
 // The in-sandbox half of the probe (S7). Each check must see the failure for the right
@@ -38,61 +36,53 @@ const (
 
 const checkTimeout = 3 * time.Second
 
-// InsideChecks runs the five S7 checks from inside a run.
+// InsideChecks runs the five S7 checks from inside a run. Each is made of the attack
+// battery's entries for that property (pkg/sandbox/attack counts an attack as blocked only
+// for the protection's own errno), so the probe and self-test cannot disagree on what a pass
+// is. The loopback check also sends a line through init's relay to the host endpoint.
 func InsideChecks(t ProbeTargets) []sandbox.Check {
+	env := attack.Env{HostTCPPort: t.HostPort, AbstractName: t.Abstract, Timeout: checkTimeout}
 	return []sandbox.Check{
-		check(CheckLoopback, func() error { return checkLoopback(t.RelayPort) }),
-		check(CheckHostTCP, func() error { return refused("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(t.HostPort))) }),
-		check(CheckHostAbstract, func() error { return refused("unix", "@"+t.Abstract) }),
-		check(CheckKeyring, checkKeyring),
-		check(CheckUserns, checkUserns),
+		check(CheckLoopback, env, []string{"loopback"}, func() error { return checkRelay(t.RelayPort) }),
+		check(CheckHostTCP, env, []string{"host_tcp"}, nil),
+		check(CheckHostAbstract, env, []string{"host_abstract"}, nil),
+		check(CheckKeyring, env, []string{"keyctl", "add_key"}, nil),
+		check(CheckUserns, env, []string{"unshare_newuser", "clone_newuser"}, nil),
 	}
 }
 
-func check(name string, f func() error) sandbox.Check {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return sandbox.Check{Name: name, OK: false, Detail: err.Error()}
-		}
-		return sandbox.Check{Name: name, OK: true, Detail: okDetail[name]}
-	case <-time.After(checkTimeout):
-		return sandbox.Check{Name: name, OK: false, Detail: fmt.Sprintf("timed out after %v", checkTimeout)}
-	}
-}
-
-var okDetail = map[string]string{
-	CheckLoopback:     "127.0.0.1 works inside and the relay reaches the endpoint",
-	CheckHostTCP:      "host loopback port refused (ECONNREFUSED): own network namespace",
-	CheckHostAbstract: "host abstract socket refused (ECONNREFUSED): own network namespace",
-	CheckKeyring:      "keyctl and add_key denied (EPERM)",
-	CheckUserns:       "unshare and clone with CLONE_NEWUSER denied",
-}
-
-func checkLoopback(relayPort int) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("listen on 127.0.0.1: %w", err)
-	}
-	defer ln.Close()
+// check runs the named attacks, then extra (if any), within checkTimeout; it passes only if
+// every attack was blocked and extra returned nil.
+func check(name string, env attack.Env, attacks []string, extra func() error) sandbox.Check {
+	done := make(chan sandbox.Check, 1)
 	go func() {
-		if c, err := ln.Accept(); err == nil {
-			c.Write([]byte("x"))
-			c.Close()
+		var details []string
+		for _, a := range attacks {
+			r := attack.Run(a, env)
+			details = append(details, r.How+": "+r.Detail)
+			if !r.Blocked {
+				done <- sandbox.Check{Name: name, Detail: a + " not blocked (" + r.How + "): " + r.Detail}
+				return
+			}
 		}
+		if extra != nil {
+			if err := extra(); err != nil {
+				done <- sandbox.Check{Name: name, Detail: err.Error()}
+				return
+			}
+		}
+		done <- sandbox.Check{Name: name, OK: true, Detail: strings.Join(details, "; ")}
 	}()
-	c, err := net.DialTimeout("tcp", ln.Addr().String(), checkTimeout)
-	if err != nil {
-		return fmt.Errorf("connect to own listener: %w", err)
+	select {
+	case c := <-done:
+		return c
+	case <-time.After(checkTimeout):
+		return sandbox.Check{Name: name, Detail: fmt.Sprintf("timed out after %v", checkTimeout)}
 	}
-	b := make([]byte, 1)
-	_, err = c.Read(b)
-	c.Close()
-	if err != nil {
-		return fmt.Errorf("read from own listener: %w", err)
-	}
+}
+
+// checkRelay sends a line to init's loopback port and wants the host endpoint's echo.
+func checkRelay(relayPort int) error {
 	if relayPort == 0 {
 		return nil
 	}
@@ -110,63 +100,4 @@ func checkLoopback(relayPort int) error {
 		return fmt.Errorf("endpoint echo through the relay = %q, %v; want \"anet-probe\\n\"", line, err)
 	}
 	return nil
-}
-
-// refused wants ECONNREFUSED: the address exists in the run's own namespace and nothing
-// listens there. Success means the host is reachable; another error is not the protection.
-func refused(network, addr string) error {
-	c, err := net.DialTimeout(network, addr, checkTimeout)
-	if err == nil {
-		c.Close()
-		return fmt.Errorf("connected to host %s %s: the network namespace is shared", network, addr)
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return nil
-	}
-	return fmt.Errorf("connect %s %s: %v (want ECONNREFUSED)", network, addr, err)
-}
-
-func checkKeyring() error {
-	_, _, e1 := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_GET_KEYRING_ID, uintptr(0xfffffffd) /* KEY_SPEC_SESSION_KEYRING */, 0)
-	if e1 != unix.EPERM {
-		return fmt.Errorf("keyctl(KEYCTL_GET_KEYRING_ID) = %v, want EPERM", errOrOK(e1))
-	}
-	typ, _ := unix.BytePtrFromString("user")
-	desc, _ := unix.BytePtrFromString("anet-probe")
-	_, _, e2 := unix.Syscall6(unix.SYS_ADD_KEY, uintptr(unsafePtr(typ)), uintptr(unsafePtr(desc)), 0, 0, uintptr(0xfffffffd), 0)
-	if e2 != unix.EPERM {
-		return fmt.Errorf("add_key = %v, want EPERM", errOrOK(e2))
-	}
-	return nil
-}
-
-// checkUserns tries both ways in a child (unshare(CLONE_NEWUSER) in a multi-threaded process
-// always fails with EINVAL, which would prove nothing). EPERM is the seccomp filter; ENOSPC is
-// bwrap's --disable-userns (max_user_namespaces = 1).
-func checkUserns() error {
-	for _, attr := range []struct {
-		name string
-		sys  *syscall.SysProcAttr
-	}{
-		{"unshare(CLONE_NEWUSER)", &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWUSER}},
-		{"clone(CLONE_NEWUSER)", &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}},
-	} {
-		pid, err := syscall.ForkExec("/bin/true", []string{"true"}, &syscall.ProcAttr{Sys: attr.sys})
-		if err == nil {
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, 0, nil)
-			return fmt.Errorf("%s succeeded: nested user namespaces are allowed", attr.name)
-		}
-		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.ENOSPC) {
-			return fmt.Errorf("%s: %v (want EPERM or ENOSPC)", attr.name, err)
-		}
-	}
-	return nil
-}
-
-func errOrOK(e syscall.Errno) string {
-	if e == 0 {
-		return "success"
-	}
-	return unix.ErrnoName(e)
 }

@@ -87,25 +87,23 @@ func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, erro
 		Endpoint: can.endpoint, Port: relayPort,
 		Limits: sandbox.Limits{WallClock: 30 * time.Second, Grace: time.Second},
 	}
+	fail := func(code reasons.Code, detail string) (sandbox.ProbeResult, error) {
+		r := l.failed(code, detail)
+		r.Warnings = res.Warnings
+		return r, nil
+	}
 	var stdout, stderr bytes.Buffer
 	run, err := l.start(ctx, spec, sandbox.Stdio{Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
-		r := l.failed(sandbox.CodeOf(err), err.Error())
-		r.Warnings = res.Warnings
-		return r, nil
+		return fail(sandbox.CodeOf(err), err.Error())
 	}
 	out := run.Wait()
 	res.Limits = out.Cgroup
 	if out.Err != nil {
-		r := l.failed(sandbox.CodeOf(out.Err), out.Err.Error())
-		r.Warnings = res.Warnings
-		return r, nil
+		return fail(sandbox.CodeOf(out.Err), out.Err.Error())
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res.Checks); err != nil || len(res.Checks) == 0 {
-		detail := fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, lastLine(stderr.String()))
-		r := l.failed(reasons.SandboxStartFailed, detail)
-		r.Warnings = res.Warnings
-		return r, nil
+		return fail(reasons.SandboxStartFailed, fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, lastLine(stderr.String())))
 	}
 	if n := can.tcpHits.Load(); n > 0 {
 		res.Checks = append(res.Checks, sandbox.Check{Name: "host_tcp_canary", OK: false,

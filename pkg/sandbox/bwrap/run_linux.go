@@ -18,9 +18,10 @@ import (
 
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
-// Child fd numbers: ExtraFiles[i] becomes fd 3+i in `enter` and, through exec, in bwrap.
+// Child fd numbers: ExtraFiles[i] becomes fd 3+i in bwrap (through systemd-run's exec too).
 const (
 	fdSeccomp0 = 3
 )
@@ -51,8 +52,9 @@ type run struct {
 	outcome  sandbox.Outcome
 }
 
-// Start applies spec: link-safe dirs, seccomp memfds, cgroup limits, then `enter` → bwrap →
-// init → agent. The order keeps every limit in place before any sandbox process exists.
+// Start applies spec: link-safe dirs, seccomp memfds, cgroup limits, then bwrap → init →
+// agent. bwrap's child waits on --block-fd until confine has applied the rlimits and cgroups,
+// so every limit is in place before any sandbox code runs.
 //
 // A sandboxed run never starts without a passing probe (fresh or cached, S7, issue 3 item 7):
 // a failed probe is returned as its *reasons.Error.
@@ -123,7 +125,7 @@ func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 		return fail(reasons.New(reasons.SeccompFailed, err.Error()))
 	}
 	for _, p := range progs {
-		f, err := seccompMemfd(p)
+		f, err := seccomp.WriteMemfd(p)
 		if err != nil {
 			return fail(reasons.New(reasons.SeccompFailed, err.Error()))
 		}
@@ -131,7 +133,7 @@ func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 		files = append(files, f)
 	}
 	if len(spec.Env) > 0 {
-		f, err := writeMemfd("anet-env", []byte(strings.Join(spec.Env, "\x00")+"\x00"))
+		f, err := sandbox.SealedMemfd("anet-env", []byte(strings.Join(spec.Env, "\x00")+"\x00"))
 		if err != nil {
 			return fail(fmt.Errorf("start %s: env: %w", spec.ID, err))
 		}

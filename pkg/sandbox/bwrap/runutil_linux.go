@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"anet.dev/anet/pkg/sandbox"
 )
 
@@ -48,29 +46,6 @@ func (t *tailWriter) tail() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(bytes.Clone(t.buf))
-}
-
-// writeMemfd puts data in a sealed memfd read from offset 0 (bwrap reads seccomp and data fds
-// to EOF).
-func writeMemfd(name string, data []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return nil, fmt.Errorf("memfd %s: %w", name, err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("memfd %s: write: %w", name, err)
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("memfd %s: seal: %w", name, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("memfd %s: seek: %w", name, err)
-	}
-	return f, nil
 }
 
 // systemdReadBack reads the limits from the scope's own cgroup (v2, which user systemd uses).

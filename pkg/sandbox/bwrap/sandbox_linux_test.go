@@ -249,3 +249,51 @@ for p in "$HOME/x" /tmp/x /work/x /dev/shm/x; do (: >"$p") || echo "cannot write
 		t.Fatalf("writable places: code %d stdout %q, want only home, tmp and work writable", r.code, r.stdout)
 	}
 }
+
+// TestRunNoCoreDumps: the launcher sets the run's RLIMIT_CORE to 0 itself (confine), whatever
+// it inherited: here `exec` starts with a raised soft core limit, as from an operator's shell,
+// and the agent must still see 0 soft and hard, so no core file carries a run's memory to disk.
+func TestRunNoCoreDumps(t *testing.T) {
+	h := newHost(t)
+	r := h.command("/bin/sh", "-c", `ulimit -S -c unlimited && exec "$@"`, "sh",
+		h.bin, "exec", "--", "/bin/cat", "/proc/self/limits")
+	if r.code != 0 {
+		t.Fatalf("exec cat /proc/self/limits with core unlimited = code %d stderr %q", r.code, r.stderr)
+	}
+	for _, l := range readLines(r.stdout) {
+		if f, ok := strings.CutPrefix(l, "Max core file size"); ok {
+			if got := strings.Fields(f); len(got) < 2 || got[0] != "0" || got[1] != "0" {
+				t.Fatalf("core limit in the run = %q, want soft 0 and hard 0", f)
+			}
+			return
+		}
+	}
+	t.Fatalf("no core limit line in the run's /proc/self/limits: %q", r.stdout)
+}
+
+// TestExecRefusesAgentTreeInNodeDirs: `exec` hides the node's own dirs exactly as anetd does
+// (pkg/config paths): an agent installed inside the data, config or runtime dir is refused
+// before anything starts, since binding its tree would show the store, keys or token (S3, F3).
+func TestExecRefusesAgentTreeInNodeDirs(t *testing.T) {
+	h := newHost(t)
+	for _, c := range []struct{ name, dir string }{
+		{"data", filepath.Join(h.home, ".local", "share", "anet")},
+		{"config", filepath.Join(h.home, ".config", "anet")},
+		{"runtime", filepath.Join(h.runtime, "anet")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := filepath.Join(c.dir, "agent")
+			if err := os.MkdirAll(tree, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			prog := filepath.Join(tree, "agent.sh")
+			if err := os.WriteFile(prog, []byte("#!/bin/sh\necho ran\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			r := h.exec(h.bin, []string{"--agent-tree", tree}, prog)
+			if r.code != 125 || r.stdout != "" || !strings.Contains(r.stderr, "must never be visible") {
+				t.Fatalf("exec with the agent tree in the %s dir = code %d stdout %q stderr %q, want 125 and a refusal", c.name, r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}

@@ -1,10 +1,6 @@
 package bwrap
 
-import (
-	"os"
-
-	"anet.dev/anet/pkg/sandbox/seccomp"
-)
+import "anet.dev/anet/pkg/sandbox/seccomp"
 
 // defaultFilters are the two programs of pkg/sandbox/seccomp (arch filter, main filter),
 // unless a test build asked for a weakened pair.
@@ -14,5 +10,3 @@ func defaultFilters() ([][]byte, error) {
 	}
 	return seccomp.Filters(seccomp.Options{})
 }
-
-func seccompMemfd(prog []byte) (*os.File, error) { return seccomp.WriteMemfd(prog) }

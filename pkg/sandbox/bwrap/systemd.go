@@ -50,7 +50,7 @@ func userManagerUp(state string) bool {
 }
 
 // SystemdScopeArgs is the systemd-run command line that wraps a launch in a transient scope
-// with the run's limits. rest is the command to run inside (the `enter` helper and bwrap).
+// with the run's limits. rest is the command to run inside (bwrap and its arguments).
 func SystemdScopeArgs(systemdRun, id string, lim sandbox.Limits, rest []string) []string {
 	lim = lim.WithDefaults()
 	a := []string{

@@ -3,12 +3,13 @@ package seccomp
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/sandbox"
 )
 
 // WriteMemfd returns a sealed memfd holding prog, positioned at offset 0. Pass it to bwrap
@@ -19,27 +20,9 @@ func WriteMemfd(prog []byte) (*os.File, error) {
 	if _, err := decode(prog); err != nil {
 		return nil, fmt.Errorf("seccomp memfd: %w", err)
 	}
-	fd, err := unix.MemfdCreate("anet-seccomp", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	f, err := sandbox.SealedMemfd("anet-seccomp", prog)
 	if err != nil {
-		return nil, fmt.Errorf("seccomp memfd: memfd_create: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "anet-seccomp")
-	fail := func(op string, err error) (*os.File, error) {
-		f.Close()
-		return nil, fmt.Errorf("seccomp memfd: %s: %w", op, err)
-	}
-	if n, err := f.Write(prog); err != nil || n != len(prog) {
-		if err == nil {
-			err = io.ErrShortWrite
-		}
-		return fail("write", err)
-	}
-	seals := unix.F_SEAL_WRITE | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
-	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
-		return fail("seal", err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return fail("seek", err)
+		return nil, fmt.Errorf("seccomp program: %w", err)
 	}
 	return f, nil
 }

@@ -1,5 +1,0 @@
-package bwrap
-
-import "unsafe"
-
-func unsafePtr(p *byte) unsafe.Pointer { return unsafe.Pointer(p) }
