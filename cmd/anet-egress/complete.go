@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -75,11 +74,10 @@ func (s *server) complete(ctx context.Context, in completion.Request) (completio
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}
-	tok := make([]byte, 32)
-	if _, err := rand.Read(tok); err != nil {
+	ph, err := endpoint.NewPlaceholder()
+	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}
-	ph := hex.EncodeToString(tok)
 	proxy, err := modelproxy.New(eng, up, modelproxy.Options{Placeholder: ph, Key: key, RootCAs: completeRootCAs, Logger: s.log.With("run", in.RunID, "backend", "openai")})
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)

@@ -123,14 +123,15 @@ func runEndpoint(ctx context.Context, cfg endpointConfig, stdout io.Writer, log 
 
 // openEndpoint opens one run's endpoint at sock: the model proxy with the operator's key and
 // the CONNECT tunnel handler for the run's allowed hosts. Closing the endpoint ends both.
-// Both `endpoint` and `serve` open endpoints this way.
+// Both `endpoint` and `serve` open endpoints this way. log is not yet tagged with the run:
+// endpoint.Open adds the run id to its own lines, and the tunnel gets it here.
 func openEndpoint(sock string, p endpoint.Policy, k keys.Keys, modelsPath string, log *slog.Logger) (*endpoint.Endpoint, error) {
 	// H3: no allowed host may be a model host, the api_base's included; checked here with
 	// the api_base, and again by the tunnel handler.
 	if err := egress.ValidateAllowList(p.Allow, []string{p.APIBase}); err != nil {
 		return nil, fmt.Errorf("policy allow: %w", err)
 	}
-	tunnel, err := egress.NewProxy(egress.Policy{Allow: p.Allow}, egress.Options{Logger: log})
+	tunnel, err := egress.NewProxy(egress.Policy{Allow: p.Allow}, egress.Options{Logger: log.With("run", p.RunID)})
 	if err != nil {
 		return nil, fmt.Errorf("endpoint tunnel: %w", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
 // TestMain lets a test run this binary's real main: the test binary re-executes itself with
@@ -29,24 +29,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func startEndpoint(t *testing.T, policy string, extra ...string) (*exec.Cmd, *bufio.Reader, *lockedBuf, string, string) {
+func startEndpoint(t *testing.T, policy string, extra ...string) (*exec.Cmd, *bufio.Reader, *modelproxytest.LogBuffer, string, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "anet-cmd-")
 	if err != nil {
@@ -63,7 +46,7 @@ func startEndpoint(t *testing.T, policy string, extra ...string) (*exec.Cmd, *bu
 	cmd := exec.Command(os.Args[0], args...)
 	// H7: a proxy in the environment must change nothing; the key is not in the environment.
 	cmd.Env = []string{"ANET_EGRESS_TEST_MAIN=1", "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "PATH=/usr/bin:/bin"}
-	stderr := &lockedBuf{}
+	stderr := &modelproxytest.LogBuffer{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -110,7 +110,7 @@ func (s *server) handleOpen(_ context.Context, req *privsep.Request) (privsep.Re
 	}
 	s.open[p.RunID] = nil // reserve the id while opening
 	s.mu.Unlock()
-	e, err := openEndpoint(filepath.Join(s.runsDir, p.RunID, "endpoint.sock"), p, s.keys, s.models, s.log.With("run", p.RunID))
+	e, err := openEndpoint(filepath.Join(s.runsDir, p.RunID, endpoint.SocketName), p, s.keys, s.models, s.log)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {

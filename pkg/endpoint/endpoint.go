@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -103,7 +104,7 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint: %w", err)
 	}
-	ph, err := newPlaceholder()
+	ph, err := NewPlaceholder()
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint: %w", err)
 	}
@@ -184,7 +185,9 @@ func makeRunDir(dir, sockName string) (bool, error) {
 	return false, nil
 }
 
-func newPlaceholder() (string, error) {
+// NewPlaceholder returns a fresh run token: 32 random bytes in hex, what the agent sends in
+// place of a key.
+func NewPlaceholder() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("placeholder: %w", err)
@@ -205,10 +208,7 @@ func (e *Endpoint) Model() string { return e.proxy.Engine().Model() }
 // Usage returns what the run did so far.
 func (e *Endpoint) Usage() Usage {
 	e.mu.Lock()
-	r := make(map[reasons.Code]int64, len(e.refusals))
-	for k, v := range e.refusals {
-		r[k] = v
-	}
+	r := maps.Clone(e.refusals)
 	e.mu.Unlock()
 	u := Usage{RunID: e.policy.RunID, Model: e.proxy.Usage(), Connections: e.ln.total.Load(), ConnectionsRefused: e.ln.refused.Load(), Refusals: r}
 	if e.o.TunnelUsage != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -62,12 +63,32 @@ func TestOpenRefusesUnsafeDir(t *testing.T) {
 	own := filepath.Join(base, "own")
 	os.Mkdir(own, 0o700)
 	os.Symlink(own, link)
+	// Another user's 0700 directory: its owner could reach the socket.
+	foreign := filepath.Join(base, "foreign")
+	os.Mkdir(foreign, 0o700)
+	if err := os.Chown(foreign, 65534, 65534); err != nil {
+		t.Fatalf("chown %s to nobody (the test runs as root): %v", foreign, err)
+	}
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, nil, 0o600)
 	k := loadKeys(t, "anthropic: "+testKey+"\n")
-	for name, dir := range map[string]string{"group-readable": loose, "symlink": link, "long path": filepath.Join(base, strings.Repeat("x", 120))} {
-		t.Run(name, func(t *testing.T) {
-			if e, err := Open(dir, claudePolicy, k, nil, Options{Logger: quiet}); err == nil {
+	// Each case must fail for its own rule: a listen error or another check would hide the
+	// removal of the one it names.
+	notOurs := "is not a 0700 directory owned by this user"
+	for _, c := range []struct{ name, dir, want string }{
+		{"group-readable", loose, notOurs},
+		{"symlink", link, notOurs},
+		{"other owner", foreign, notOurs},
+		{"own 0600 file", file, notOurs},
+		{"long path", filepath.Join(base, strings.Repeat("x", 120)), fmt.Sprintf("is longer than %d bytes", maxSocketPath)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := Open(c.dir, claudePolicy, k, nil, Options{Logger: quiet})
+			if err == nil {
 				e.Close()
-				t.Fatalf("Open(%s) = nil error, want refusal", dir)
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Open(%s) = %v, want refusal %q", c.dir, err, c.want)
 			}
 		})
 	}

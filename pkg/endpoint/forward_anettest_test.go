@@ -28,7 +28,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			logs := &syncBuf{}
+			logs := &modelproxytest.LogBuffer{}
 			key := testKey
 			k := loadKeys(t, "anthropic: "+key+"\nopenai: "+key+"\n")
 			e, err := Open(shortDir(t), Policy{RunID: "r-" + c.agent, Agent: c.agent}, k, nil,

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -112,21 +111,4 @@ func rawRequest(t *testing.T, sock, req string) (net.Conn, string, string) {
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return c, fmt.Sprint(resp.StatusCode), string(b)
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
+	"slices"
 )
 
 // anthropicFields is the allow-list of top-level Messages fields; anything else is refused
@@ -128,8 +128,8 @@ func (e *Engine) anthropicConstraints(api API, o object, n *notes) *Refusal {
 	if len(c.ThinkingTypes) > 0 {
 		if th, ok := o["thinking"].(object); ok {
 			t, _ := th["type"].(string)
-			if !contains(c.ThinkingTypes, t) {
-				if contains(c.ThinkingTypes, "adaptive") {
+			if !slices.Contains(c.ThinkingTypes, t) {
+				if slices.Contains(c.ThinkingTypes, "adaptive") {
 					o["thinking"] = object{"type": "adaptive"}
 					n.add("thinking.type %q→adaptive for %s", clip(t, 30), e.pinned.ID)
 				} else {
@@ -282,27 +282,7 @@ func anthropicMessages(o object) *Refusal {
 // anthropicContent checks a content value (string or block array) recursively: block types by
 // allow-list, media sources inline only (E4, E5).
 func anthropicContent(v any, path string, allowed map[string]bool) *Refusal {
-	switch c := v.(type) {
-	case nil, string:
-		return nil
-	case []any:
-		for j, b := range c {
-			bp := fmt.Sprintf("%s[%d]", path, j)
-			bo, ok := b.(object)
-			if !ok {
-				return refuse(FieldInvalid, "%s must be an object", bp)
-			}
-			typ, _ := bo["type"].(string)
-			if !allowed[typ] {
-				return refuse(BlockRefused, "%s.type %q", bp, clip(typ, 60))
-			}
-			if r := anthropicBlock(typ, bo, bp); r != nil {
-				return r
-			}
-		}
-		return nil
-	}
-	return refuse(FieldInvalid, "%s must be a string or an array", path)
+	return contentParts(v, path, allowed, anthropicBlock)
 }
 
 func anthropicBlock(typ string, b object, path string) *Refusal {
@@ -326,22 +306,4 @@ func anthropicBlock(typ string, b object, path string) *Refusal {
 		return anthropicContent(b["content"], path+".content", map[string]bool{"text": true})
 	}
 	return nil
-}
-
-func sortedKeys(o object) []string {
-	ks := make([]string, 0, len(o))
-	for k := range o {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -195,6 +195,33 @@ func capTokens(o object, key, path string, max int64, setMissing bool, n *notes)
 	return nil
 }
 
+// contentParts checks a content value of any API: absent, a string, or an array of objects
+// whose type is on allowed (anything else is a refused block, E4), each then checked by rule
+// with its path.
+func contentParts(v any, path string, allowed map[string]bool, rule func(typ string, p object, path string) *Refusal) *Refusal {
+	switch c := v.(type) {
+	case nil, string:
+		return nil
+	case []any:
+		for j, p := range c {
+			pp := fmt.Sprintf("%s[%d]", path, j)
+			po, ok := p.(object)
+			if !ok {
+				return refuse(FieldInvalid, "%s must be an object", pp)
+			}
+			typ, _ := po["type"].(string)
+			if !allowed[typ] {
+				return refuse(BlockRefused, "%s.type %q", pp, clip(typ, 60))
+			}
+			if r := rule(typ, po, pp); r != nil {
+				return r
+			}
+		}
+		return nil
+	}
+	return refuse(FieldInvalid, "%s must be a string or an array", path)
+}
+
 func isTruthy(v any) bool {
 	switch x := v.(type) {
 	case nil:

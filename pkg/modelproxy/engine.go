@@ -2,7 +2,9 @@ package modelproxy
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -126,10 +128,8 @@ func (e *Engine) Apply(api API, h http.Header, body []byte) Decision {
 			r = e.anthropicBody(api, o, betas, &n)
 		}
 	default:
-		hdr, r = e.openAIHeaders(h)
-		if r == nil {
-			r = e.openAIBody(api, o, &n)
-		}
+		hdr = baseHeaders(h)
+		r = e.openAIBody(api, o, &n)
 	}
 	if r != nil {
 		d.Refusal = r
@@ -173,7 +173,7 @@ func (e *Engine) topLevel(o object, allowed map[string]bool, n *notes) *Refusal 
 	if _, ok := o["container"]; ok {
 		return refuse(ContainerRefused, "container")
 	}
-	for _, k := range sortedKeys(o) {
+	for _, k := range slices.Sorted(maps.Keys(o)) {
 		if !allowed[k] {
 			return refuse(FieldNotAllowed, "%s", clip(k, 60))
 		}

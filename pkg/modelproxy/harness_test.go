@@ -3,7 +3,6 @@
 package modelproxy
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/hex"
@@ -12,31 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
-
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 type harness struct {
 	t     testing.TB
@@ -45,7 +25,7 @@ type harness struct {
 	proxy *Proxy
 	front *httptest.Server
 	up    *modelproxytest.Upstream
-	logs  *lockedBuffer
+	logs  *modelproxytest.LogBuffer
 	// upRoots trusts the fake upstream's certificate.
 	upRoots *x509.CertPool
 }
@@ -62,7 +42,7 @@ func randHex(t testing.TB, n int) string {
 // it (anettest hook, after every rule ran), and serves the proxy on a loopback HTTP server.
 func newHarness(t testing.TB, agent, model string, lim Limits) *harness {
 	t.Helper()
-	h := &harness{t: t, key: "sk-operator-" + randHex(t, 16), ph: randHex(t, 32), logs: &lockedBuffer{}}
+	h := &harness{t: t, key: "sk-operator-" + randHex(t, 16), ph: randHex(t, 32), logs: &modelproxytest.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
 	up, _ := UpstreamFor(agent, "")
 	ca, err := modelproxytest.NewCA(up.Host)

@@ -1,9 +1,10 @@
 package modelproxy
 
 import (
+	"maps"
 	"net/http"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -96,16 +97,7 @@ func (e *Engine) anthropicHeaders(in http.Header, n *notes) (http.Header, map[st
 		n.add("anthropic-beta dropped: %s", strings.Join(dropped, ","))
 	}
 	if len(betas) > 0 {
-		list := make([]string, 0, len(betas))
-		for b := range betas {
-			list = append(list, b)
-		}
-		sort.Strings(list)
-		out.Set("anthropic-beta", strings.Join(list, ","))
+		out.Set("anthropic-beta", strings.Join(slices.Sorted(maps.Keys(betas)), ","))
 	}
 	return out, betas, nil
-}
-
-func (e *Engine) openAIHeaders(in http.Header) (http.Header, *Refusal) {
-	return baseHeaders(in), nil
 }

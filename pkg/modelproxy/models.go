@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -127,12 +128,7 @@ func (c *Catalog) validate(name string) error {
 				return fmt.Errorf("models file %s: providers.%s.cheapest: %q is not in models", name, pn, p.Cheapest)
 			}
 		}
-		aliases := make([]string, 0, len(p.Aliases))
-		for a := range p.Aliases {
-			aliases = append(aliases, a)
-		}
-		sort.Strings(aliases)
-		for _, a := range aliases {
+		for _, a := range slices.Sorted(maps.Keys(p.Aliases)) {
 			if _, ok := p.Models[p.Aliases[a]]; !ok {
 				return fmt.Errorf("models file %s: providers.%s.aliases.%s: %q is not in models", name, pn, a, p.Aliases[a])
 			}

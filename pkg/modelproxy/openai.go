@@ -151,7 +151,7 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 		if !ok {
 			return refuse(FieldInvalid, "messages[%d] must be an object", i)
 		}
-		if r := chatContent(mo["content"], fmt.Sprintf("messages[%d].content", i)); r != nil {
+		if r := contentParts(mo["content"], fmt.Sprintf("messages[%d].content", i), chatParts, chatPart); r != nil {
 			return r
 		}
 		if tcs, ok := mo["tool_calls"].([]any); ok {
@@ -167,38 +167,22 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 	return nil
 }
 
-func chatContent(v any, path string) *Refusal {
-	switch c := v.(type) {
-	case nil, string:
-		return nil
-	case []any:
-		for j, p := range c {
-			pp := fmt.Sprintf("%s[%d]", path, j)
-			po, ok := p.(object)
-			if !ok {
-				return refuse(FieldInvalid, "%s must be an object", pp)
-			}
-			typ, _ := po["type"].(string)
-			if !chatParts[typ] {
-				return refuse(BlockRefused, "%s.type %q", pp, clip(typ, 60))
-			}
-			switch typ {
-			case "image_url":
-				iu, _ := po["image_url"].(object)
-				u, _ := iu["url"].(string)
-				if !isDataURL(u) {
-					return refuse(MediaRefused, "%s.image_url.url", pp)
-				}
-			case "file":
-				f, _ := po["file"].(object)
-				if _, ok := f["file_id"]; ok || f["file_data"] == nil {
-					return refuse(MediaRefused, "%s.file", pp)
-				}
-			}
+// chatPart refuses media by URL or provider file id in a chat content part (E5).
+func chatPart(typ string, p object, path string) *Refusal {
+	switch typ {
+	case "image_url":
+		iu, _ := p["image_url"].(object)
+		u, _ := iu["url"].(string)
+		if !isDataURL(u) {
+			return refuse(MediaRefused, "%s.image_url.url", path)
 		}
-		return nil
+	case "file":
+		f, _ := p["file"].(object)
+		if _, ok := f["file_id"]; ok || f["file_data"] == nil {
+			return refuse(MediaRefused, "%s.file", path)
+		}
 	}
-	return refuse(FieldInvalid, "%s must be a string or an array", path)
+	return nil
 }
 
 func responsesTools(v any, path string) *Refusal {
@@ -284,27 +268,7 @@ func responsesInput(v any) *Refusal {
 }
 
 func responsesContent(v any, path string) *Refusal {
-	switch c := v.(type) {
-	case nil, string:
-		return nil
-	case []any:
-		for j, p := range c {
-			pp := fmt.Sprintf("%s[%d]", path, j)
-			po, ok := p.(object)
-			if !ok {
-				return refuse(FieldInvalid, "%s must be an object", pp)
-			}
-			typ, _ := po["type"].(string)
-			if !responsesParts[typ] {
-				return refuse(BlockRefused, "%s.type %q", pp, clip(typ, 60))
-			}
-			if r := responsesPart(po, pp); r != nil {
-				return r
-			}
-		}
-		return nil
-	}
-	return refuse(FieldInvalid, "%s must be a string or an array", path)
+	return contentParts(v, path, responsesParts, func(_ string, p object, pp string) *Refusal { return responsesPart(p, pp) })
 }
 
 // responsesPart refuses media by URL or provider file id (E5); data: URLs and file_data pass.

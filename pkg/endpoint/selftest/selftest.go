@@ -8,7 +8,6 @@ package selftest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -46,24 +45,6 @@ type run struct {
 	placeholder string
 }
 
-// syncBuffer collects the endpoints' log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Run performs every check and returns the results. An error means the self-test itself
 // could not be set up.
 func Run(ctx context.Context) ([]Result, error) {
@@ -83,7 +64,7 @@ func Run(ctx context.Context) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	logs := &syncBuffer{}
+	logs := &modelproxytest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	var results []Result

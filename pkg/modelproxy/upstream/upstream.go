@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 
 	"anet.dev/anet/pkg/reasons"
@@ -55,14 +56,7 @@ func (u Upstream) Addr() string {
 }
 
 // Serves reports whether the upstream speaks f.
-func (u Upstream) Serves(f Family) bool {
-	for _, g := range u.Families {
-		if g == f {
-			return true
-		}
-	}
-	return false
-}
+func (u Upstream) Serves(f Family) bool { return slices.Contains(u.Families, f) }
 
 const (
 	anthropicBase = "https://api.anthropic.com"
