@@ -104,7 +104,7 @@ func (s *server) complete(ctx context.Context, in completion.Request) (completio
 		status = http.StatusOK
 	}
 	if status != http.StatusOK {
-		return completion.Reply{Model: eng.Model(), Status: status}, fmt.Errorf("complete: upstream answered %d: %s", status, clipText(w.body.String(), 300))
+		return completion.Reply{Model: eng.Model(), Status: status}, fmt.Errorf("complete: upstream answered %d: %s", status, reasons.Clip(strings.TrimSpace(w.body.String()), 300))
 	}
 	var out struct {
 		Choices []struct {
@@ -149,11 +149,3 @@ func (w *replyRecorder) Write(p []byte) (int, error) {
 }
 
 func (w *replyRecorder) Flush() {}
-
-func clipText(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

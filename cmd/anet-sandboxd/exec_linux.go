@@ -36,9 +36,9 @@ func runFlags() []cli.Flag {
 		&cli.GenericFlag{Name: "env", Value: &listValue{}, Usage: "endpoint variable `NAME=VALUE` (repeatable)"},
 		&cli.StringFlag{Name: "agent-tree", Usage: "agent installation `DIR` bound read-only (default: the program's dir)"},
 		&cli.StringFlag{Name: "run-root", Usage: "host `DIR` for per-run home and tmp (default: <cache>/anet/runs)"},
-		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 2G"},
+		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 2GiB"},
 		&cli.Int64Flag{Name: "tasks", Usage: "task limit (default 256)"},
-		&cli.StringFlag{Name: "disk", Usage: "disk limit for home+tmp+work, e.g. 2G"},
+		&cli.StringFlag{Name: "disk", Usage: "disk limit for home+tmp+work, e.g. 2GiB"},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall clock (default 3m0s)"},
 		&cli.DurationFlag{Name: "grace", Usage: "time between TERM and KILL (default 5s)"},
 		&cli.StringFlag{Name: "outcome", Usage: "write the run's outcome as JSON to `FILE`"},
@@ -79,7 +79,12 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 	}
 	var errs []error
 	size := func(name string) int64 {
-		n, err := sandbox.ParseSize(c.String(name))
+		// The same sizes as the config file (2GiB, 64MiB, …): one parser, one meaning.
+		v := c.String(name)
+		if v == "" {
+			return 0 // the default
+		}
+		n, err := config.ParseSize(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
 		}

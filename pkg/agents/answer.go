@@ -77,7 +77,7 @@ func claudeAnswer(out []byte) (string, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	if err := dec.Decode(&r); err != nil {
-		return "", reasons.New(NoAnswer, "claude output is not a JSON result object: "+clip(string(out), 80))
+		return "", reasons.New(NoAnswer, "claude output is not a JSON result object: "+reasons.Clip(string(out), 80))
 	}
 	if dec.More() {
 		return "", reasons.New(NoAnswer, "claude output has data after the result object")
@@ -88,7 +88,7 @@ func claudeAnswer(out []byte) (string, error) {
 	if r.IsError || r.Subtype != "success" {
 		msg := ""
 		if r.Result != nil {
-			msg = ": " + clip(*r.Result, 200)
+			msg = ": " + reasons.Clip(*r.Result, 200)
 		}
 		return "", reasons.New(NoAnswer, fmt.Sprintf("claude reported an error (subtype %q)%s", r.Subtype, msg))
 	}
@@ -128,11 +128,11 @@ func opencodeAnswer(out []byte) (string, error) {
 			} `json:"error"`
 		}
 		if err := json.Unmarshal(line, &ev); err != nil {
-			return "", reasons.New(NoAnswer, fmt.Sprintf("opencode output line %d is not JSON: %s", n, clip(string(line), 80)))
+			return "", reasons.New(NoAnswer, fmt.Sprintf("opencode output line %d is not JSON: %s", n, reasons.Clip(string(line), 80)))
 		}
 		switch ev.Type {
 		case "error":
-			return "", reasons.New(NoAnswer, "opencode reported an error: "+clip(ev.Error.Name+": "+ev.Error.Data.Message, 200))
+			return "", reasons.New(NoAnswer, "opencode reported an error: "+reasons.Clip(ev.Error.Name+": "+ev.Error.Data.Message, 200))
 		case "text":
 			if ev.Part.MessageID != last {
 				last, parts = ev.Part.MessageID, nil
@@ -194,14 +194,4 @@ func ReadAnswerFile(workDir string, a AnswerSource) (map[string][]byte, error) {
 	}
 	files[a.File] = b
 	return files, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

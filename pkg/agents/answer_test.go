@@ -70,12 +70,12 @@ func TestParseAnswer(t *testing.T) {
 			got, err := ParseAnswer(c.src, c.stdout, c.files)
 			if c.wantErr == "" {
 				if err != nil || got != c.want {
-					t.Fatalf("ParseAnswer = %q, %v; want %q", clip(got, 40), err, clip(c.want, 40))
+					t.Fatalf("ParseAnswer = %q, %v; want %q", reasons.Clip(got, 40), err, reasons.Clip(c.want, 40))
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Fatalf("ParseAnswer = %q, %v; want an error containing %q", clip(got, 40), err, c.wantErr)
+				t.Fatalf("ParseAnswer = %q, %v; want an error containing %q", reasons.Clip(got, 40), err, c.wantErr)
 			}
 			var re *reasons.Error
 			if c.src.Kind != "smoke-signals" && (!errors.As(err, &re) || re.Code != NoAnswer) {

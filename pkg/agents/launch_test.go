@@ -243,12 +243,12 @@ func TestNoAmbientSecretsOrHostPaths(t *testing.T) {
 			for _, s := range texts {
 				for _, c := range canaries {
 					if strings.Contains(s, c) {
-						t.Errorf("For(%s) leaks ambient %q in %q", a, c, clip(s, 80))
+						t.Errorf("For(%s) leaks ambient %q in %q", a, c, reasons.Clip(s, 80))
 					}
 				}
 				for _, h := range hostPaths {
 					if strings.Contains(s, h) {
-						t.Errorf("For(%s) contains host path %q in %q", a, h, clip(s, 80))
+						t.Errorf("For(%s) contains host path %q in %q", a, h, reasons.Clip(s, 80))
 					}
 				}
 			}
@@ -263,7 +263,7 @@ func TestNoAmbientSecretsOrHostPaths(t *testing.T) {
 			}
 			for _, s := range append(append([]string{}, l.Argv...), fileContents(l)...) {
 				if strings.Contains(s, testPlaceholder) {
-					t.Errorf("For(%s): placeholder in argv or a file: %q", a, clip(s, 80))
+					t.Errorf("For(%s): placeholder in argv or a file: %q", a, reasons.Clip(s, 80))
 				}
 			}
 		})

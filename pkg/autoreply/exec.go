@@ -151,7 +151,7 @@ func answerOf(res RunResult, workDir string, launch agents.Launch, token string)
 		res.Stderr = bytes.ReplaceAll(res.Stderr, []byte(token), mask)
 	}
 	if res.Outcome.ExitCode != 0 || res.Outcome.Limit != "" {
-		return "", agents.NoAnswer, fmt.Sprintf("agent exited with %d %s %s", res.Outcome.ExitCode, res.Outcome.Limit, clip(string(res.Stderr), 300))
+		return "", agents.NoAnswer, fmt.Sprintf("agent exited with %d %s %s", res.Outcome.ExitCode, res.Outcome.Limit, reasons.Clip(string(res.Stderr), 300))
 	}
 	files, err := agents.ReadAnswerFile(workDir, launch.Answer)
 	if err != nil {
@@ -211,11 +211,4 @@ func packageTree(prog string) string {
 		return ""
 	}
 	return real[:i+len(nm)] + strings.Join(rest[:n], "/")
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -124,19 +124,11 @@ func (p *Proxy) resolveAndDial(ctx context.Context, host string) (net.Conn, neti
 // sent behind the CONNECT must never be read as a next request.
 func (p *Proxy) deny(w http.ResponseWriter, r *http.Request, ref *refusal) {
 	p.countRefusal(ref.code)
-	p.log.Info("egress refused", "target", clip(r.RequestURI), "reason", string(ref.code), "detail", clip(ref.detail))
+	p.log.Info("egress refused", "target", reasons.Clip(r.RequestURI, 256), "reason", string(ref.code), "detail", reasons.Clip(ref.detail, 256))
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("Connection", "close")
 	h.Set("X-Anet-Reason", string(ref.code))
 	w.WriteHeader(statusFor(ref.code))
 	fmt.Fprintf(w, "anet: %s\n", reasons.Text(ref.code))
-}
-
-// clip bounds agent-chosen text in a log line.
-func clip(s string) string {
-	if len(s) > 256 {
-		return s[:256] + "…"
-	}
-	return s
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+
+	"anet.dev/anet/pkg/reasons"
 )
 
 // anthropicFields is the allow-list of top-level Messages fields; anything else is refused
@@ -104,7 +106,7 @@ func (e *Engine) anthropicFallbacks(o object, n *notes) *Refusal {
 			return refuse(FieldInvalid, "fallbacks[%d] must be an object", i)
 		}
 		if m, _ := fo["model"].(string); m != e.pinned.ID {
-			n.add("fallbacks[%d].model %q→%q", i, clip(m, 60), e.pinned.ID)
+			n.add("fallbacks[%d].model %q→%q", i, reasons.Clip(m, 60), e.pinned.ID)
 		}
 		fo["model"] = e.pinned.ID
 		if r := capTokens(fo, "max_tokens", fmt.Sprintf("fallbacks[%d].max_tokens", i), e.cap, true, n); r != nil {
@@ -131,10 +133,10 @@ func (e *Engine) anthropicConstraints(api API, o object, n *notes) *Refusal {
 			if !slices.Contains(c.ThinkingTypes, t) {
 				if slices.Contains(c.ThinkingTypes, "adaptive") {
 					o["thinking"] = object{"type": "adaptive"}
-					n.add("thinking.type %q→adaptive for %s", clip(t, 30), e.pinned.ID)
+					n.add("thinking.type %q→adaptive for %s", reasons.Clip(t, 30), e.pinned.ID)
 				} else {
 					delete(o, "thinking")
-					n.add("thinking dropped: %s refuses type %q", e.pinned.ID, clip(t, 30))
+					n.add("thinking dropped: %s refuses type %q", e.pinned.ID, reasons.Clip(t, 30))
 				}
 			}
 		}
@@ -214,7 +216,7 @@ func (e *Engine) anthropicTools(o object, betas map[string]bool, n *notes) *Refu
 			return refuse(FieldInvalid, "tools[%d].type must be a string", i)
 		}
 		if !anthropicClientTool(typ) {
-			return refuse(ServerToolRefused, "tools[%d].type %q", i, clip(typ, 60))
+			return refuse(ServerToolRefused, "tools[%d].type %q", i, reasons.Clip(typ, 60))
 		}
 		// A tool naming its own model (e.g. an advisor) is pinned and capped like the request.
 		if _, ok := to["model"]; ok {
@@ -299,7 +301,7 @@ func anthropicBlock(typ string, b object, path string) *Refusal {
 		case typ == "document" && st == "content":
 			return anthropicContent(src["content"], path+".source.content", anthropicToolResultBlocks)
 		}
-		return refuse(MediaRefused, "%s.source.type %q", path, clip(st, 30))
+		return refuse(MediaRefused, "%s.source.type %q", path, reasons.Clip(st, 30))
 	case "tool_result":
 		return anthropicContent(b["content"], path+".content", anthropicToolResultBlocks)
 	case "search_result":

@@ -211,7 +211,7 @@ func contentParts(v any, path string, allowed map[string]bool, rule func(typ str
 			}
 			typ, _ := po["type"].(string)
 			if !allowed[typ] {
-				return refuse(BlockRefused, "%s.type %q", pp, clip(typ, 60))
+				return refuse(BlockRefused, "%s.type %q", pp, reasons.Clip(typ, 60))
 			}
 			if r := rule(typ, po, pp); r != nil {
 				return r

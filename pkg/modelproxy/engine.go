@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"anet.dev/anet/pkg/reasons"
 )
 
 // MaxOutputTokens is the cap of every output-token field (E3).
@@ -51,7 +53,7 @@ func (e *Engine) FamilyFor(path string, h http.Header) Family {
 // host (seed 2's lesson: a host allow-list let a file-upload API out). A path with escapes,
 // dot segments or doubled slashes never matches.
 func (e *Engine) Route(method, path string, h http.Header) (API, *Refusal) {
-	notAllowed := &Refusal{Code: EndpointNotAllowed, Status: http.StatusNotFound, Detail: method + " " + clip(path, 80)}
+	notAllowed := &Refusal{Code: EndpointNotAllowed, Status: http.StatusNotFound, Detail: method + " " + reasons.Clip(path, 80)}
 	if h.Get("Upgrade") != "" {
 		// Codex falls back to HTTP after a 404 to its WebSocket attempt.
 		notAllowed.Detail += " (upgrade)"
@@ -156,13 +158,6 @@ func (e *Engine) ModelsList(api API) []byte {
 	return fmt.Appendf(nil, `{"object":"list","data":[{"id":%q,"object":"model","created":0,"owned_by":"anet"}],"models":[]}`, id)
 }
 
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
-
 // topLevel applies what every API's body shares at its top level: remote tool servers and
 // containers refused (E5), only the API's known fields (an unknown one could be a new
 // server-side feature), and the model pinned (E2).
@@ -175,11 +170,11 @@ func (e *Engine) topLevel(o object, allowed map[string]bool, n *notes) *Refusal 
 	}
 	for _, k := range slices.Sorted(maps.Keys(o)) {
 		if !allowed[k] {
-			return refuse(FieldNotAllowed, "%s", clip(k, 60))
+			return refuse(FieldNotAllowed, "%s", reasons.Clip(k, 60))
 		}
 	}
 	if m, _ := o["model"].(string); m != e.pinned.ID {
-		n.add("model %q→%q", clip(m, 60), e.pinned.ID)
+		n.add("model %q→%q", reasons.Clip(m, 60), e.pinned.ID)
 	}
 	o["model"] = e.pinned.ID
 	return nil

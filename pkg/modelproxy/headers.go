@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"anet.dev/anet/pkg/reasons"
 )
 
 // allowedBetas is the fixed list of anthropic-beta values forwarded (E7). Everything else the
@@ -41,7 +43,7 @@ var anthropicVersionRE = regexp.MustCompile(`^20[0-9]{2}-[01][0-9]-[0-3][0-9]$`)
 func checkEncoding(h http.Header) *Refusal {
 	for _, v := range h.Values("Content-Encoding") {
 		if strings.TrimSpace(strings.ToLower(v)) != "identity" {
-			return refuse(BodyEncoded, "Content-Encoding: %s", clip(v, 40))
+			return refuse(BodyEncoded, "Content-Encoding: %s", reasons.Clip(v, 40))
 		}
 	}
 	return nil
@@ -58,7 +60,7 @@ func baseHeaders(in http.Header) http.Header {
 		out.Set("Accept", a)
 	}
 	if ua := in.Get("User-Agent"); ua != "" {
-		out.Set("User-Agent", clip(ua, 200))
+		out.Set("User-Agent", reasons.Clip(ua, 200))
 	} else {
 		// Go would add its own; an empty value suppresses that.
 		out["User-Agent"] = []string{""}
@@ -86,7 +88,7 @@ func (e *Engine) anthropicHeaders(in http.Header, n *notes) (http.Header, map[st
 			if allowedBetas[b] {
 				betas[b] = true
 			} else {
-				dropped = append(dropped, clip(b, 60))
+				dropped = append(dropped, reasons.Clip(b, 60))
 			}
 		}
 	}

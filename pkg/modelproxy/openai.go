@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"anet.dev/anet/pkg/reasons"
 )
 
 // Top-level Responses fields allowed; storage fields are refused with their own reason.
@@ -135,7 +137,7 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 			to, _ := t.(object)
 			typ, _ := to["type"].(string)
 			if typ != "function" && typ != "custom" {
-				return refuse(ServerToolRefused, "tools[%d].type %q", i, clip(typ, 60))
+				return refuse(ServerToolRefused, "tools[%d].type %q", i, reasons.Clip(typ, 60))
 			}
 		}
 	}
@@ -159,7 +161,7 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 				tco, _ := tc.(object)
 				typ, _ := tco["type"].(string)
 				if typ != "function" && typ != "custom" {
-					return refuse(BlockRefused, "messages[%d].tool_calls[%d].type %q", i, j, clip(typ, 60))
+					return refuse(BlockRefused, "messages[%d].tool_calls[%d].type %q", i, j, reasons.Clip(typ, 60))
 				}
 			}
 		}
@@ -201,7 +203,7 @@ func responsesTools(v any, path string) *Refusal {
 		}
 		typ, _ := to["type"].(string)
 		if !responsesClientTools[typ] {
-			return refuse(ServerToolRefused, "%s.type %q", tp, clip(typ, 60))
+			return refuse(ServerToolRefused, "%s.type %q", tp, reasons.Clip(typ, 60))
 		}
 		switch typ {
 		case "shell":
@@ -243,7 +245,7 @@ func responsesInput(v any) *Refusal {
 				return refuse(StorageRefused, "%s.type item_reference", ip)
 			}
 			if !responsesItems[typ] {
-				return refuse(BlockRefused, "%s.type %q", ip, clip(typ, 60))
+				return refuse(BlockRefused, "%s.type %q", ip, reasons.Clip(typ, 60))
 			}
 			var r *Refusal
 			switch typ {

@@ -119,7 +119,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(cw, fam, ref)
 		status = ref.Status
 	}
-	attrs := []any{"method", r.Method, "path", clip(path, 80), "api", string(api), "status", status,
+	attrs := []any{"method", r.Method, "path", reasons.Clip(path, 80), "api", string(api), "status", status,
 		"bytes_in", in, "bytes_out", cw.n, "duration_ms", time.Since(start).Milliseconds()}
 	if ref != nil {
 		attrs = append(attrs, "reason", string(ref.Code), "detail", ref.Detail)

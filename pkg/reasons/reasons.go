@@ -7,6 +7,7 @@ package reasons
 import (
 	"fmt"
 	"sort"
+	"unicode/utf8"
 )
 
 // Code is a stable, machine-readable reason identifier. Codes are part of the wire format
@@ -167,3 +168,16 @@ func (e *Error) Error() string {
 
 // New returns an *Error for c with an optional detail.
 func New(c Code, detail string) *Error { return &Error{Code: c, Detail: detail} }
+
+// Clip bounds agent- or peer-chosen text that goes into a refusal's detail or a log line to
+// at most n bytes plus an ellipsis, cutting at a rune boundary so the result stays valid
+// UTF-8 (details end up in JSON and in the evidence chain).
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

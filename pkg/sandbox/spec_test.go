@@ -76,25 +76,6 @@ func TestBaseEnv(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	cases := []struct {
-		in   string
-		want int64
-		err  bool
-	}{
-		{"", 0, false}, {"4096", 4096, false}, {"64M", 64 << 20, false}, {"2G", 2 << 30, false},
-		{"8k", 8 << 10, false}, {"1GB", 1 << 30, false}, {"-1", 0, true}, {"G", 0, true}, {"1T", 0, true},
-	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			got, err := ParseSize(c.in)
-			if (err != nil) != c.err || got != c.want {
-				t.Fatalf("ParseSize(%q) = %d, %v; want %d, error %v", c.in, got, err, c.want, c.err)
-			}
-		})
-	}
-}
-
 func TestHomeFilesValidation(t *testing.T) {
 	base := func() Spec {
 		return Spec{ID: "r1", Mode: ModeSandbox, Argv: []string{"/bin/true"}, RunRoot: "/tmp/runs"}

@@ -77,13 +77,13 @@ func TestWallClockKill(t *testing.T) {
 // TestDiskLimitKill: home+tmp+work growing past the disk limit stops the run (S6).
 func TestDiskLimitKill(t *testing.T) {
 	h := newHost(t)
-	r := h.sh([]string{"--disk", "8M", "--timeout", "60s"},
+	r := h.sh([]string{"--disk", "8MiB", "--timeout", "60s"},
 		"i=0; while :; do dd if=/dev/zero of=/tmp/f$i bs=1M count=1 2>/dev/null; i=$((i+1)); sleep 0.05; done")
 	if r.outcome.Limit != sandbox.LimitDisk || !isSignal(r.code, syscall.SIGKILL) {
 		t.Fatalf("disk filler = code %d limit %q stderr %q, want %d and disk_limit", r.code, r.outcome.Limit, r.stderr, 128+9)
 	}
 	// RLIMIT_FSIZE bounds a single file meanwhile.
-	r = h.sh([]string{"--disk", "8M"}, "dd if=/dev/zero of=/work/big bs=1M count=16 2>/dev/null; echo rc=$?")
+	r = h.sh([]string{"--disk", "8MiB"}, "dd if=/dev/zero of=/work/big bs=1M count=16 2>/dev/null; echo rc=$?")
 	if !strings.Contains(r.stdout, "rc=153") { // 128+SIGXFSZ(25)
 		t.Fatalf("16 MiB file under an 8 MiB limit: stdout %q, want dd killed by SIGXFSZ (rc=153)", r.stdout)
 	}
@@ -92,7 +92,7 @@ func TestDiskLimitKill(t *testing.T) {
 // TestMemoryBomb: seed 2's memory bomb under a small limit is killed and reported (S6).
 func TestMemoryBomb(t *testing.T) {
 	h := newHost(t)
-	r := h.exec(h.bin, []string{"--memory", "64M", "--timeout", "60s"}, "/usr/bin/tail", "/dev/zero")
+	r := h.exec(h.bin, []string{"--memory", "64MiB", "--timeout", "60s"}, "/usr/bin/tail", "/dev/zero")
 	if r.outcome.Limit != sandbox.LimitMemory || !isSignal(r.code, syscall.SIGKILL) {
 		t.Fatalf("tail /dev/zero under 64M = code %d limit %q stderr %q, want %d and memory_limit", r.code, r.outcome.Limit, r.stderr, 128+9)
 	}

@@ -1,0 +1,40 @@
+package reasons
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestClipKeepsValidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"abcdefghijk", 10, "abcdefghij…"},
+		{"ab" + "€€", 4, "ab…"}, // € is 3 bytes: cutting at 4 would split it
+		{"€€€", 3, "€…"},
+	} {
+		got := Clip(tc.in, tc.n)
+		if got != tc.want || !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q, want %q (valid UTF-8)", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestCatalogEntriesHaveSentences(t *testing.T) {
+	for _, e := range All() {
+		if strings.TrimSpace(e.Text) == "" || e.Kind == "" {
+			t.Errorf("code %s has no sentence or kind", e.Code)
+		}
+	}
+	if Text("no_such_code") != "no_such_code" {
+		t.Errorf("Text of an unknown code = %q, want the code itself", Text("no_such_code"))
+	}
+	if err := New(Budget, "until 00:00"); !strings.Contains(err.Error(), "budget: ") || !strings.Contains(err.Error(), "until 00:00") {
+		t.Errorf("New(budget).Error() = %q", err)
+	}
+}
