@@ -13,6 +13,7 @@ import (
 
 	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/endpoint"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -85,7 +86,7 @@ func (s *server) complete(ctx context.Context, in completion.Request) (completio
 	body, err := json.Marshal(map[string]any{
 		"model":                 eng.Model(),
 		"messages":              []map[string]string{{"role": "user", "content": in.Task}},
-		"max_completion_tokens": completion.OutputCap,
+		"max_completion_tokens": limits.OutputTokens,
 		"store":                 false,
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
 )
@@ -37,10 +38,10 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "agent-tree", Usage: "agent installation `DIR` bound read-only (default: the program's dir)"},
 		&cli.StringFlag{Name: "run-root", Usage: "host `DIR` for per-run home and tmp (default: <cache>/anet/runs)"},
 		&cli.StringFlag{Name: "memory", Usage: "memory limit, e.g. 2GiB"},
-		&cli.Int64Flag{Name: "tasks", Usage: "task limit (default 256)"},
+		&cli.Int64Flag{Name: "tasks", Usage: fmt.Sprintf("task limit (default %d)", limits.Tasks)},
 		&cli.StringFlag{Name: "disk", Usage: "disk limit for home+tmp+work, e.g. 2GiB"},
-		&cli.DurationFlag{Name: "timeout", Usage: "wall clock (default 3m0s)"},
-		&cli.DurationFlag{Name: "grace", Usage: "time between TERM and KILL (default 5s)"},
+		&cli.DurationFlag{Name: "timeout", Usage: fmt.Sprintf("wall clock (default %s)", limits.WallClock)},
+		&cli.DurationFlag{Name: "grace", Usage: fmt.Sprintf("time between TERM and KILL (default %s)", sandbox.DefaultGrace)},
 		&cli.StringFlag{Name: "outcome", Usage: "write the run's outcome as JSON to `FILE`"},
 	}
 }

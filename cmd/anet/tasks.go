@@ -12,10 +12,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/limits"
 )
 
 // maxText is pkg/peer.MaxText (the CLI does not link the transport); anetd checks it too.
-const maxText = 256 << 10
+const maxText = limits.TaskTextBytes
 
 func sendCommand() *cli.Command {
 	return &cli.Command{

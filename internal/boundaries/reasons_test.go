@@ -2,10 +2,7 @@ package boundaries
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,23 +24,9 @@ import (
 // declared anywhere in the tree must be registered, with a sentence, and every rule an agent
 // sees reads as a sentence, not a code.
 func TestEveryDeclaredCodeIsInTheCatalog(t *testing.T) {
-	root := filepath.Join("..", "..")
 	fset := token.NewFileSet()
 	declared := map[string]string{} // code → where
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && p != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			return err
-		}
+	forEachGoFile(t, fset, false, func(f *ast.File) {
 		isReasonsPkg := f.Name.Name == "reasons"
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
@@ -71,11 +54,7 @@ func TestEveryDeclaredCodeIsInTheCatalog(t *testing.T) {
 				}
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(declared) < 50 {
 		t.Fatalf("found only %d declared codes: the scan is broken", len(declared))
 	}

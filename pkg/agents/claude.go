@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // claude is Claude Code in the sandbox (REFERENCE "Claude Code settings"). Checked with
@@ -33,7 +35,7 @@ func claude(p Params) (Launch, error) {
 		"ANTHROPIC_DEFAULT_SONNET_MODEL":           p.Model,
 		"ANTHROPIC_DEFAULT_HAIKU_MODEL":            p.Model,
 		"CLAUDE_CODE_SUBAGENT_MODEL":               p.Model,
-		"CLAUDE_CODE_MAX_OUTPUT_TOKENS":            strconv.Itoa(OutputCap),
+		"CLAUDE_CODE_MAX_OUTPUT_TOKENS":            strconv.Itoa(limits.OutputTokens),
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		"CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS":   "1",
 		"DISABLE_TELEMETRY":                        "1",

@@ -6,6 +6,8 @@ import (
 	"path"
 
 	"gopkg.in/yaml.v3"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // The three agents below reach the operator's api_base service through the endpoint (E10),
@@ -42,7 +44,7 @@ func opencode(p Params) (Launch, error) {
 			},
 			"models": map[string]any{p.Model: map[string]any{
 				"name":  p.Model,
-				"limit": map[string]int{"context": 200000, "output": OutputCap},
+				"limit": map[string]int{"context": 200000, "output": limits.OutputTokens},
 			}},
 		}},
 		// Provider-run and network tools off (E4); the rest is allowed without asking, as
@@ -118,7 +120,7 @@ func openclaw(p Params) (Launch, error) {
 			"api":     "openai-completions",
 			"models": []map[string]any{{
 				"id": p.Model, "name": p.Model, "reasoning": false, "input": []string{"text"},
-				"contextWindow": 200000, "maxTokens": OutputCap,
+				"contextWindow": 200000, "maxTokens": limits.OutputTokens,
 			}},
 		}}},
 		"agents": map[string]any{"defaults": map[string]any{

@@ -12,10 +12,6 @@ import (
 	"anet.dev/anet/pkg/sandbox"
 )
 
-// OutputCap is the output-token cap each agent is told to use (E3; the endpoint enforces it
-// whatever the agent sends).
-const OutputCap = 8192
-
 // PlaceholderEnv is the variable that holds the run's placeholder for the agents whose config
 // file names a variable rather than holding the token (codex env_key, opencode {env:…},
 // hermes and openclaw ${…}). The token then stays out of every file.

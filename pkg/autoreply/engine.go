@@ -13,6 +13,7 @@ import (
 	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -21,7 +22,7 @@ import (
 
 // ScanInterval is the floor of the scheduler: a waiting task is looked at again at least
 // this often (B6), and sooner when a run ends.
-const ScanInterval = 5 * time.Second
+const ScanInterval = limits.ScanInterval
 
 // RunResult is a finished run with what the agent wrote.
 type RunResult = sandbox.RunResult

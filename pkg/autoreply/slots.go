@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // Per-run slot limits (B6).
 const (
-	MaxUntrustedRuns = 2
-	MaxRunsPerPeer   = 1
+	MaxUntrustedRuns = limits.UntrustedRuns
+	MaxRunsPerPeer   = limits.RunsPerPeer
 )
 
 // Verdict is the scheduler's answer for one untrusted task.

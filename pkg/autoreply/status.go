@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 )
@@ -42,10 +43,7 @@ func (e *Engine) usesSandbox() bool {
 	return c.Backend == config.BackendExec && (c.Untrusted == config.ModeSandbox || c.Trusted == config.ModeSandbox)
 }
 
-// ProbeMaxAge is how long status trusts a passing probe; the helper caches it as long.
-const ProbeMaxAge = 5 * time.Minute
-
-// refreshProbe probes for status when the last probe failed, is older than ProbeMaxAge or
+// refreshProbe probes for status when the last probe failed, is older than limits.ProbeTTL or
 // never ran. It runs in the status call itself rather than in the background, so the helper
 // does nothing the operator did not ask for.
 func (e *Engine) refreshProbe(ctx context.Context) {
@@ -53,7 +51,7 @@ func (e *Engine) refreshProbe(ctx context.Context) {
 		return
 	}
 	e.mu.Lock()
-	fresh := e.probe != nil && e.probe.OK && e.o.Now().Sub(e.probed) < ProbeMaxAge
+	fresh := e.probe != nil && e.probe.OK && e.o.Now().Sub(e.probed) < limits.ProbeTTL
 	e.mu.Unlock()
 	if !fresh {
 		e.probeNow(ctx)

@@ -11,6 +11,8 @@ package config
 import (
 	"log/slog"
 	"time"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // Config is the node's effective configuration. Values are typed: the file's strings are
@@ -126,19 +128,18 @@ var (
 
 // Size units accepted in the file.
 const (
-	KiB int64 = 1 << 10
-	MiB int64 = 1 << 20
-	GiB int64 = 1 << 30
+	KiB int64 = limits.KiB
+	MiB int64 = limits.MiB
+	GiB int64 = limits.GiB
 )
 
 // Limits on values (the schema's comments in the brief and S6).
 const (
-	minAPITimeout  = time.Second
-	maxAPITimeout  = 86400 * time.Second
-	minMemoryMax   = 16 * MiB
-	minTasksMax    = 8
-	minDiskMax     = 1 * MiB
-	maxEgressAllow = 64
+	minAPITimeout = time.Second
+	maxAPITimeout = 86400 * time.Second
+	minMemoryMax  = 16 * MiB
+	minTasksMax   = 8
+	minDiskMax    = 1 * MiB
 )
 
 // Default returns the configuration used for every key the file does not set.
@@ -151,14 +152,14 @@ func Default() Config {
 			Agent:         AgentClaude,
 			Trusted:       ModeDirect,
 			Untrusted:     ModeSandbox,
-			APITimeout:    180 * time.Second,
+			APITimeout:    limits.WallClock,
 			WorkRetention: 168 * time.Hour,
 			Sandbox: SandboxLimits{
-				RunsPerDay:        20,
-				RunsPerPeerPerDay: 5,
-				MemoryMax:         2 * GiB,
-				TasksMax:          256,
-				DiskMax:           2 * GiB,
+				RunsPerDay:        limits.RunsPerDay,
+				RunsPerPeerPerDay: limits.RunsPerPeerPerDay,
+				MemoryMax:         limits.MemoryBytes,
+				TasksMax:          limits.Tasks,
+				DiskMax:           limits.DiskBytes,
 			},
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"anet.dev/anet/pkg/hostname"
+	"anet.dev/anet/pkg/limits"
 )
 
 // modelServiceHosts are the model services' own hosts: an agent already reaches them through
@@ -40,9 +41,9 @@ func (e *EgressError) Error() string {
 // refusal, each an *EgressError, joined.
 func ValidateEgressAllow(entries []string, apiBase string) error {
 	var errs []error
-	if len(entries) > maxEgressAllow {
+	if len(entries) > limits.AllowListEntries {
 		errs = append(errs, &EgressError{Index: -1, Rule: "H2",
-			Msg: fmt.Sprintf("%d entries; at most %d are allowed", len(entries), maxEgressAllow)})
+			Msg: fmt.Sprintf("%d entries; at most %d are allowed", len(entries), limits.AllowListEntries)})
 	}
 	apiHost := ""
 	if apiBase != "" {

@@ -1,8 +1,10 @@
 package egress
 
 import (
+	"fmt"
 	"net/http"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -30,23 +32,31 @@ const (
 
 func init() {
 	reasons.Register(
-		reasons.Entry{Code: BadConnect, Kind: reasons.KindRule, Text: "a tunnel must be requested as `CONNECT host:443 HTTP/1.1` (or HTTP/1.0; authority form, port 443, no user info, scheme, path, body, Content-Length or Transfer-Encoding, headers under 8 KiB)", Requirement: "H4"},
 		reasons.Entry{Code: BadHost, Kind: reasons.KindRule, Text: "the CONNECT host must be a lower-case DNS name with at least two labels (punycode for international names); IP addresses and local-network names are refused", Requirement: "H4"},
 		reasons.Entry{Code: HostNotAllowed, Kind: reasons.KindRule, Text: "this host is not in the operator's egress allow-list; only the listed host names are reachable, each compared exactly (no subdomains)", Requirement: "H4"},
 		reasons.Entry{Code: ResolveFailed, Kind: reasons.KindRule, Text: "the node could not resolve this host name; try again later", Requirement: "H5"},
 		reasons.Entry{Code: AddressRefused, Kind: reasons.KindRule, Text: "this host name resolves to a private, reserved or local address, so the node refuses to connect to it", Requirement: "H5"},
-		reasons.Entry{Code: DialFailed, Kind: reasons.KindRule, Text: "the node could not connect to this host on port 443; try again later", Requirement: "H5"},
-		reasons.Entry{Code: TunnelLimit, Kind: reasons.KindRule, Text: "this run has reached its tunnel limit (16 open at once, 256 in all); close a tunnel or answer with what you have", Requirement: "R1"},
-		reasons.Entry{Code: BytesLimit, Kind: reasons.KindRule, Text: "this run has used up its tunnel data (32 MiB sent, 512 MiB received); answer with what you have", Requirement: "R1"},
 		reasons.Entry{Code: RunOver, Kind: reasons.KindRule, Text: "this run has ended; its tunnels are closed", Requirement: "R1"},
 		reasons.Entry{Code: NotTLS, Kind: reasons.KindRule, Text: "the first bytes through a tunnel must be a TLS ClientHello; plain-text protocols are not tunnelled", Requirement: "H6"},
 		reasons.Entry{Code: BadHello, Kind: reasons.KindRule, Text: "the TLS ClientHello sent through the tunnel is malformed", Requirement: "H6"},
-		reasons.Entry{Code: HelloTooLarge, Kind: reasons.KindRule, Text: "the TLS ClientHello sent through the tunnel is larger than 64 KiB", Requirement: "H6"},
 		reasons.Entry{Code: HelloTimeout, Kind: reasons.KindRule, Text: "the TLS ClientHello did not arrive through the tunnel in time", Requirement: "H6"},
 		reasons.Entry{Code: SNIMismatch, Kind: reasons.KindRule, Text: "the TLS ClientHello must name exactly one server (SNI) and it must equal the CONNECT host", Requirement: "H6"},
 		reasons.Entry{Code: ECHRefused, Kind: reasons.KindRule, Text: "encrypted ClientHello (ECH) is refused because the node must see the server name; turn ECH off in the client", Requirement: "H6"},
-		reasons.Entry{Code: AllowListRefuse, Kind: reasons.KindConfig, Text: "an egress allow-list entry breaks a rule: each entry a full lower-case host name (no wildcard, IP address, port, localhost or local-network suffix), not a model-service host, at most 64 entries", Requirement: "H2"},
 	)
+	reasons.Register(figureEntries(DefaultLimits(), limits.AllowListEntries)...)
+}
+
+// figureEntries are the sentences that state a figure, built from the figures themselves: the
+// run's tunnel limits l (R1), the allow-list cap (H2), the port, header and ClientHello bounds.
+func figureEntries(l Limits, allowEntries int) []reasons.Entry {
+	return []reasons.Entry{
+		{Code: BadConnect, Kind: reasons.KindRule, Text: fmt.Sprintf("a tunnel must be requested as `CONNECT host:%d HTTP/1.1` (or HTTP/1.0; authority form, port %d, no user info, scheme, path, body, Content-Length or Transfer-Encoding, headers under %s)", tunnelPort, tunnelPort, limits.Bytes(maxConnectHeaderBytes)), Requirement: "H4"},
+		{Code: DialFailed, Kind: reasons.KindRule, Text: fmt.Sprintf("the node could not connect to this host on port %d; try again later", tunnelPort), Requirement: "H5"},
+		{Code: TunnelLimit, Kind: reasons.KindRule, Text: fmt.Sprintf("this run has reached its tunnel limit (%d open at once, %d in all); close a tunnel or answer with what you have", l.OpenTunnels, l.TotalTunnels), Requirement: "R1"},
+		{Code: BytesLimit, Kind: reasons.KindRule, Text: fmt.Sprintf("this run has used up its tunnel data (%s sent, %s received); answer with what you have", limits.Bytes(l.SentBytes), limits.Bytes(l.ReceivedBytes)), Requirement: "R1"},
+		{Code: HelloTooLarge, Kind: reasons.KindRule, Text: "the TLS ClientHello sent through the tunnel is larger than " + limits.Bytes(MaxHelloBytes), Requirement: "H6"},
+		{Code: AllowListRefuse, Kind: reasons.KindConfig, Text: fmt.Sprintf("an egress allow-list entry breaks a rule: each entry a full lower-case host name (no wildcard, IP address, port, localhost or local-network suffix), not a model-service host, at most %d entries", allowEntries), Requirement: "H2"},
+	}
 }
 
 // statusFor is the HTTP status sent with a refusal answered before the tunnel opens.

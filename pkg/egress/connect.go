@@ -3,6 +3,7 @@ package egress
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"anet.dev/anet/pkg/hostname"
@@ -12,6 +13,9 @@ import (
 // maxConnectHeaderBytes caps the CONNECT head's header fields; a tunnel request needs none
 // beyond a few short ones, and a large head is an attempt to smuggle or exhaust.
 const maxConnectHeaderBytes = 8 << 10
+
+// tunnelPort is the one port a tunnel may reach (H4).
+const tunnelPort = 443
 
 // refusal is a decision not to open (or to close) a tunnel.
 type refusal struct {
@@ -63,8 +67,8 @@ func parseConnect(r *http.Request) (string, *refusal) {
 		return "", refuse(BadConnect, "request-target %q has no port", target)
 	}
 	host, port := target[:i], target[i+1:]
-	if port != "443" {
-		return "", refuse(BadConnect, "request-target %q: port %q is not 443", target, port)
+	if port != strconv.Itoa(tunnelPort) {
+		return "", refuse(BadConnect, "request-target %q: port %q is not %d", target, port, tunnelPort)
 	}
 	if strings.Contains(host, ":") {
 		return "", refuse(BadHost, "request-target %q has more than one colon", target)

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -43,10 +44,10 @@ type Limits struct {
 // DefaultLimits returns R1's limits: 16 open, 256 in all, 32 MiB sent, 512 MiB received.
 func DefaultLimits() Limits {
 	return Limits{
-		OpenTunnels:   16,
-		TotalTunnels:  256,
-		SentBytes:     32 << 20,
-		ReceivedBytes: 512 << 20,
+		OpenTunnels:   limits.OpenTunnels,
+		TotalTunnels:  limits.Tunnels,
+		SentBytes:     limits.TunnelSentBytes,
+		ReceivedBytes: limits.TunnelReceivedBytes,
 		HelloTimeout:  10 * time.Second,
 		IdleTimeout:   5 * time.Minute,
 	}

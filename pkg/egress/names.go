@@ -8,11 +8,9 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/hostname"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
-
-// MaxAllowEntries is H2's cap on the egress allow-list.
-const MaxAllowEntries = 64
 
 // builtinModelHosts are the fixed upstreams (E10); they are refused as allow-list entries even
 // when the caller forgets to pass them (fail closed twice).
@@ -24,8 +22,8 @@ var builtinModelHosts = []string{"api.anthropic.com", "api.openai.com"}
 // modelHosts are host names, host:port pairs or URLs (the configured api_base). The error
 // names the entry and the rule; it carries the reason code egress_allow_entry_refused.
 func ValidateAllowList(entries []string, modelHosts []string) error {
-	if len(entries) > MaxAllowEntries {
-		return reasons.New(AllowListRefuse, fmt.Sprintf("the list has %d entries, at most %d are allowed (H2)", len(entries), MaxAllowEntries))
+	if len(entries) > limits.AllowListEntries {
+		return reasons.New(AllowListRefuse, fmt.Sprintf("the list has %d entries, at most %d are allowed (H2)", len(entries), limits.AllowListEntries))
 	}
 	models := append([]string(nil), builtinModelHosts...)
 	for _, m := range modelHosts {

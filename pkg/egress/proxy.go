@@ -107,7 +107,7 @@ func (p *Proxy) resolveAndDial(ctx context.Context, host string) (net.Conn, neti
 	}
 	var errs []error
 	for _, a := range addrs {
-		ap := netip.AddrPortFrom(a.Unmap(), 443)
+		ap := netip.AddrPortFrom(a.Unmap(), tunnelPort)
 		c, err := DialDirect(ctx, "tcp", ap.String())
 		if err == nil {
 			return c, ap, nil

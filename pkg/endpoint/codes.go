@@ -1,6 +1,11 @@
 package endpoint
 
-import "anet.dev/anet/pkg/reasons"
+import (
+	"fmt"
+
+	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/reasons"
+)
 
 // Reason codes owned by the endpoint.
 const (
@@ -13,6 +18,11 @@ func init() {
 	reasons.Register(
 		reasons.Entry{Code: NotFound, Kind: reasons.KindRule, Text: "the node's endpoint serves only the model API (/v1/...) and CONNECT to allowed hosts", Requirement: "E1"},
 		reasons.Entry{Code: TunnelUnavailable, Kind: reasons.KindRule, Text: "CONNECT is not available for this run: no host is allowed", Requirement: "H4"},
-		reasons.Entry{Code: ConnectionLimit, Kind: reasons.KindRule, Text: "at most 32 connections to the endpoint may be open at once; close one and retry", Requirement: "R1"},
+		connectionLimitEntry(limits.EndpointConnections),
 	)
+}
+
+// connectionLimitEntry is R1's connection sentence, built from the figure it states.
+func connectionLimitEntry(max int) reasons.Entry {
+	return reasons.Entry{Code: ConnectionLimit, Kind: reasons.KindRule, Text: fmt.Sprintf("at most %d connections to the endpoint may be open at once; close one and retry", max), Requirement: "R1"}
 }

@@ -109,7 +109,7 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 		return nil, fmt.Errorf("open endpoint: %w", err)
 	}
 	proxy, err := modelproxy.New(eng, up, modelproxy.Options{
-		Placeholder: ph, Key: key, Limits: modelproxy.Limits(p.Limits.Model), RootCAs: o.RootCAs, Transport: o.Transport, Logger: log,
+		Placeholder: ph, Key: key, Limits: p.Limits.Model, RootCAs: o.RootCAs, Transport: o.Transport, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint: %w", err)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -221,7 +222,7 @@ func TestConnectionLimitR1(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for i := 0; i < MaxConnections; i++ {
+	for i := 0; i < limits.EndpointConnections; i++ {
 		c, status, _ := rawRequest(t, e.SocketPath(), "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
 		if status != "200" {
 			t.Fatalf("connection %d: HEAD / = %s, want 200", i+1, status)

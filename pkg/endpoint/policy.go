@@ -6,9 +6,6 @@ package endpoint
 
 import "anet.dev/anet/pkg/endpoint/runpolicy"
 
-// MaxConnections is R1's limit of simultaneous connections to one endpoint.
-const MaxConnections = runpolicy.MaxConnections
-
 // Policy and Limits live in pkg/endpoint/runpolicy so that anetd can use them without linking
 // this package (which links the keys reader).
 type (

@@ -1,6 +1,11 @@
 package modelproxy
 
-import "anet.dev/anet/pkg/reasons"
+import (
+	"fmt"
+
+	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/reasons"
+)
 
 // Reason codes owned by the model proxy. Each rule refusal an agent can see is one sentence
 // here, sent as "anet: <text>" in the upstream API's error shape (E9).
@@ -33,9 +38,6 @@ func init() {
 		reasons.Entry{Code: BodyEncoded, Kind: reasons.KindRule, Text: "the request body must not be compressed: Content-Encoding is refused", Requirement: "E8"},
 		reasons.Entry{Code: BodyNotJSON, Kind: reasons.KindRule, Text: "the request body must be one JSON value with nothing after it", Requirement: "E8"},
 		reasons.Entry{Code: BodyNotObject, Kind: reasons.KindRule, Text: "the request body must be a JSON object", Requirement: "E8"},
-		reasons.Entry{Code: BodyTooLarge, Kind: reasons.KindRule, Text: "a request body may be at most 8 MiB", Requirement: "R1"},
-		reasons.Entry{Code: RequestLimit, Kind: reasons.KindRule, Text: "this run has used all of its 60 model requests; answer with what you have", Requirement: "R1"},
-		reasons.Entry{Code: RequestDataLimit, Kind: reasons.KindRule, Text: "this run has sent its 16 MiB of model request data; answer with what you have", Requirement: "R1"},
 		reasons.Entry{Code: ServerToolRefused, Kind: reasons.KindRule, Text: "tools run by the model service (web search, web fetch, code execution, MCP and the like) are not available; use only tools that run on your side", Requirement: "E4"},
 		reasons.Entry{Code: BlockRefused, Kind: reasons.KindRule, Text: "the conversation holds a block of a server-run tool or of an unknown type; remove it", Requirement: "E4"},
 		reasons.Entry{Code: MCPServersRefused, Kind: reasons.KindRule, Text: "mcp_servers (remote tool servers) are not available", Requirement: "E5"},
@@ -48,4 +50,15 @@ func init() {
 		reasons.Entry{Code: HeaderInvalid, Kind: reasons.KindRule, Text: "a request header has a value the node does not forward", Requirement: "E7"},
 		reasons.Entry{Code: UpstreamFailed, Kind: reasons.KindRule, Text: "the model service could not be reached; try again later", Requirement: "E11"},
 	)
+	reasons.Register(limitEntries(limits.R1Model())...)
+}
+
+// limitEntries are the R1 sentences, built from m so that a sentence never states another
+// figure than the one the proxy enforces.
+func limitEntries(m limits.Model) []reasons.Entry {
+	return []reasons.Entry{
+		{Code: BodyTooLarge, Kind: reasons.KindRule, Text: "a request body may be at most " + limits.Bytes(m.BodyBytes), Requirement: "R1"},
+		{Code: RequestLimit, Kind: reasons.KindRule, Text: fmt.Sprintf("this run has used all of its %d model requests; answer with what you have", m.Requests), Requirement: "R1"},
+		{Code: RequestDataLimit, Kind: reasons.KindRule, Text: "this run has sent its " + limits.Bytes(m.TotalBytes) + " of model request data; answer with what you have", Requirement: "R1"},
+	}
 }

@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
-
-// MaxOutputTokens is the cap of every output-token field (E3).
-const MaxOutputTokens = 8192
 
 // Engine is the pure rule engine of one run: request bytes and headers in, a Decision out.
 // It holds no key and does no I/O, so it is table-tested apart from the HTTP layer.
@@ -28,7 +26,7 @@ func NewEngine(up Upstream, configured string, cat *Catalog) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model engine for %s: %w", up.Agent, err)
 	}
-	c := int64(MaxOutputTokens)
+	c := int64(limits.OutputTokens)
 	if p.Known && p.Model.MaxOutputTokens > 0 && int64(p.Model.MaxOutputTokens) < c {
 		c = int64(p.Model.MaxOutputTokens)
 	}

@@ -1,54 +1,16 @@
 package modelproxy
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
 
-// Limits bound one run's model traffic (R1). They are plain data so that anetd can send them
-// with the run's policy.
-type Limits struct {
-	Requests   int64 `json:"requests"`
-	BodyBytes  int64 `json:"body_bytes"`
-	TotalBytes int64 `json:"total_bytes"`
-}
-
-// DefaultLimits are R1's figures: 60 model requests, 8 MiB per body, 16 MiB in all.
-func DefaultLimits() Limits {
-	return Limits{Requests: 60, BodyBytes: 8 << 20, TotalBytes: 16 << 20}
-}
-
-// check refuses negative limits and limits above R1's.
-func (l Limits) check() error {
-	d := DefaultLimits()
-	for _, c := range []struct {
-		name     string
-		got, max int64
-	}{{"requests", l.Requests, d.Requests}, {"body_bytes", l.BodyBytes, d.BodyBytes}, {"total_bytes", l.TotalBytes, d.TotalBytes}} {
-		if c.got < 0 || c.got > c.max {
-			return fmt.Errorf("limits.%s = %d: must be between 0 (default) and %d (R1)", c.name, c.got, c.max)
-		}
-	}
-	return nil
-}
-
-// withDefaults fills unset (zero) limits; a limit can be lowered, never switched off.
-func (l Limits) withDefaults() Limits {
-	d := DefaultLimits()
-	if l.Requests <= 0 {
-		l.Requests = d.Requests
-	}
-	if l.BodyBytes <= 0 {
-		l.BodyBytes = d.BodyBytes
-	}
-	if l.TotalBytes <= 0 {
-		l.TotalBytes = d.TotalBytes
-	}
-	return l
-}
+// Limits bound one run's model traffic (R1): the one type anetd sends in the run's policy and
+// the proxy enforces.
+type Limits = limits.Model
 
 // Usage is what a run's model traffic used; reported to anetd when the run ends.
 type Usage struct {

@@ -35,7 +35,7 @@ type Options struct {
 	Placeholder string
 	// Key is the operator's key for the upstream; required. Only Rewrite reveals it.
 	Key keys.Secret
-	// Limits default to DefaultLimits for each zero field.
+	// Limits default to R1's figures for each zero field.
 	Limits Limits
 	// RootCAs verifies the upstream; nil means the system store (SSL_CERT_FILE works).
 	RootCAs *x509.CertPool
@@ -74,10 +74,10 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 	if o.Key.Empty() {
 		return nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
 	}
-	if err := o.Limits.check(); err != nil {
+	if err := o.Limits.Check("limits."); err != nil {
 		return nil, fmt.Errorf("model proxy: %w", err)
 	}
-	p := &Proxy{eng: e, up: up, ph: []byte(o.Placeholder), key: o.Key, limits: o.Limits.withDefaults(), log: o.Logger}
+	p := &Proxy{eng: e, up: up, ph: []byte(o.Placeholder), key: o.Key, limits: o.Limits.WithDefaults(), log: o.Logger}
 	if p.log == nil {
 		p.log = slog.Default()
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"anet.dev/anet/pkg/identity"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -26,10 +27,10 @@ const (
 
 // Size limits. A frame holds one signed message or one ack.
 const (
-	MaxText  = 256 << 10 // bytes of UTF-8 in a task or reply
-	MaxFrame = 1 << 20   // bytes of one frame's payload
-	MaxID    = 64        // bytes of a message id or interaction id
-	MaxCode  = 64        // bytes of a refusal code
+	MaxText  = limits.TaskTextBytes // bytes of UTF-8 in a task or reply
+	MaxFrame = 1 << 20              // bytes of one frame's payload
+	MaxID    = 64                   // bytes of a message id or interaction id
+	MaxCode  = 64                   // bytes of a refusal code
 )
 
 // msgTag starts every signed message; it changes if the encoding does, and keeps a message

@@ -4,10 +4,12 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // ProbeTTL is how long a passing probe is trusted (S7).
-const ProbeTTL = 5 * time.Minute
+const ProbeTTL = limits.ProbeTTL
 
 // ProbeCache keeps passing probe results per configuration hash. Failures are not cached: an
 // operator who fixes the host (installs bwrap, the AppArmor profile) sees it on the next try.

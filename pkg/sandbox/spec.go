@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // Mode says how a run is isolated.
@@ -40,10 +42,10 @@ const (
 
 // Defaults (S6). Tests and operators may lower them; zero in a Limits field means "default".
 const (
-	DefaultMemory    int64 = 2 << 30
-	DefaultTasks     int64 = 256
-	DefaultDisk      int64 = 2 << 30
-	DefaultWallClock       = 180 * time.Second
+	DefaultMemory    int64 = limits.MemoryBytes
+	DefaultTasks     int64 = limits.Tasks
+	DefaultDisk      int64 = limits.DiskBytes
+	DefaultWallClock       = limits.WallClock
 	DefaultGrace           = 5 * time.Second
 )
 

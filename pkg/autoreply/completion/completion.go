@@ -1,22 +1,18 @@
 // Package completion is the wire form of the openai back-end's one request (P3): anetd asks
 // anet-egress to make one chat completion for a task with the pinned model, the output cap
 // and store:false, through the same model-proxy rules an agent's requests meet. It is plain
-// data, shared by both sides, and links nothing else.
+// data, shared by both sides, and links nothing else but the figures (pkg/limits).
 package completion
 
 import (
 	"fmt"
 	"regexp"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // Method is the privsep method anet-egress answers.
 const Method = "complete"
-
-// MaxTaskBytes bounds the task text (a peer task is smaller still).
-const MaxTaskBytes = 256 << 10
-
-// OutputCap is max_completion_tokens (E3).
-const OutputCap = 8192
 
 // Request is one completion.
 type Request struct {
@@ -39,8 +35,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("complete run_id %q: want 1-128 letters, digits, '.', '_' or '-'", r.RunID)
 	case r.Task == "":
 		return fmt.Errorf("complete task: empty")
-	case len(r.Task) > MaxTaskBytes:
-		return fmt.Errorf("complete task: %d bytes, more than %d", len(r.Task), MaxTaskBytes)
+	case len(r.Task) > limits.TaskTextBytes:
+		return fmt.Errorf("complete task: %d bytes, more than %d", len(r.Task), limits.TaskTextBytes)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package completion
 import (
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 func TestRequestValidate(t *testing.T) {
@@ -16,7 +18,7 @@ func TestRequestValidate(t *testing.T) {
 		{"no run id", Request{Task: "hi"}, "run_id"},
 		{"run id with slash", Request{RunID: "../x", Task: "hi"}, "run_id"},
 		{"empty task", Request{RunID: "r1"}, "task: empty"},
-		{"task too large", Request{RunID: "r1", Task: strings.Repeat("x", MaxTaskBytes+1)}, "more than"},
+		{"task too large", Request{RunID: "r1", Task: strings.Repeat("x", limits.TaskTextBytes+1)}, "more than"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.r.Validate()

@@ -7,30 +7,16 @@ import (
 	"fmt"
 	"regexp"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 )
-
-// R1's figures for the endpoint.
-const (
-	MaxModelRequests = 60
-	MaxBodyBytes     = 8 << 20
-	MaxTotalBytes    = 16 << 20
-	MaxConnections   = 32
-)
-
-// ModelLimits bound a run's model traffic (R1). Zero fields take R1's figures.
-type ModelLimits struct {
-	Requests   int64 `json:"requests"`
-	BodyBytes  int64 `json:"body_bytes"`
-	TotalBytes int64 `json:"total_bytes"`
-}
 
 // Limits are the endpoint's share of R1. Zero fields take R1's figures; larger values are
 // refused: a policy can lower a limit, never raise or remove it. Tunnel limits belong to the
 // egress proxy.
 type Limits struct {
-	Model       ModelLimits `json:"model"`
-	Connections int         `json:"connections"`
+	Model       limits.Model `json:"model"`
+	Connections int          `json:"connections"`
 }
 
 // Policy is one run's endpoint policy.
@@ -55,19 +41,11 @@ func (p Policy) Validate() error {
 	if _, err := upstream.For(p.Agent, p.APIBase); err != nil {
 		return fmt.Errorf("policy agent %q: %w", p.Agent, err)
 	}
-	l := p.Limits
-	for _, c := range []struct {
-		name     string
-		got, max int64
-	}{
-		{"limits.model.requests", l.Model.Requests, MaxModelRequests},
-		{"limits.model.body_bytes", l.Model.BodyBytes, MaxBodyBytes},
-		{"limits.model.total_bytes", l.Model.TotalBytes, MaxTotalBytes},
-		{"limits.connections", int64(l.Connections), MaxConnections},
-	} {
-		if c.got < 0 || c.got > c.max {
-			return fmt.Errorf("policy %s = %d: must be between 0 (default) and %d (R1)", c.name, c.got, c.max)
-		}
+	if err := p.Limits.Model.Check("policy limits.model."); err != nil {
+		return err
+	}
+	if c := p.Limits.Connections; c < 0 || c > limits.EndpointConnections {
+		return fmt.Errorf("policy limits.connections = %d: must be between 0 (default) and %d (R1)", c, limits.EndpointConnections)
 	}
 	return nil
 }
@@ -75,7 +53,7 @@ func (p Policy) Validate() error {
 // ConnectionLimit is the connection limit in force.
 func (l Limits) ConnectionLimit() int {
 	if l.Connections == 0 {
-		return MaxConnections
+		return limits.EndpointConnections
 	}
 	return l.Connections
 }

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 func TestPolicyValidateAndJSON(t *testing.T) {
@@ -19,9 +21,9 @@ func TestPolicyValidateAndJSON(t *testing.T) {
 		{"cursor", Policy{RunID: "r", Agent: "cursor"}, "agent_unsupported"},
 		{"claude other base", Policy{RunID: "r", Agent: "claude", APIBase: "https://x.example"}, "api_base_refused"},
 		{"hermes no base", Policy{RunID: "r", Agent: "hermes"}, "no_api_base"},
-		{"raise requests", Policy{RunID: "r", Agent: "claude", Limits: Limits{Model: ModelLimits{Requests: 61}}}, "limits.model.requests"},
+		{"raise requests", Policy{RunID: "r", Agent: "claude", Limits: Limits{Model: limits.Model{Requests: 61}}}, "limits.model.requests"},
 		{"raise connections", Policy{RunID: "r", Agent: "claude", Limits: Limits{Connections: 33}}, "limits.connections"},
-		{"negative body", Policy{RunID: "r", Agent: "claude", Limits: Limits{Model: ModelLimits{BodyBytes: -1}}}, "limits.model.body_bytes"},
+		{"negative body", Policy{RunID: "r", Agent: "claude", Limits: Limits{Model: limits.Model{BodyBytes: -1}}}, "limits.model.body_bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.p.Validate()

@@ -3,6 +3,8 @@ package selftest
 import (
 	"context"
 	"strings"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 type addFunc func(name, req string, ok bool, detail string, args ...any)
@@ -35,9 +37,9 @@ func claudeChecks(ctx context.Context, r *run, add addFunc) {
 	add("compressed body refused", "E8", refused(st, body), "status %d: %.200s", st, body)
 	st, body = r.post(ctx, "/v1/messages", `{"model":"x","max_tokens":10,"messages":[]}`, map[string]string{"Authorization": "Bearer not-the-placeholder"})
 	add("wrong placeholder refused", "E1", st == 401 && strings.Contains(body, "anet:"), "status %d: %.200s", st, body)
-	big := `{"model":"x","max_tokens":10,"messages":[{"role":"user","content":"` + strings.Repeat("a", 8<<20) + `"}]}`
+	big := `{"model":"x","max_tokens":10,"messages":[{"role":"user","content":"` + strings.Repeat("a", limits.RequestBodyBytes) + `"}]}`
 	st, body = r.post(ctx, "/v1/messages", big, nil)
-	add("body over 8 MiB refused", "R1", refused(st, body), "status %d: %.120s", st, body)
+	add("body over "+limits.Bytes(limits.RequestBodyBytes)+" refused", "R1", refused(st, body), "status %d: %.120s", st, body)
 	before := len(r.fake.Requests())
 	st, _ = r.post(ctx, "/api/event_logging/batch", `{}`, nil)
 	add("Claude Code's own /api/* answered locally", "E1", st < 500 && len(r.fake.Requests()) == before, "status %d, upstream requests %d → %d", st, before, len(r.fake.Requests()))

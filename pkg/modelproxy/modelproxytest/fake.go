@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+
+	"anet.dev/anet/pkg/limits"
 )
 
 // Upstream plays api.anthropic.com and api.openai.com over real TLS (test CA) and HTTP/2.
@@ -43,9 +45,6 @@ type Recorded struct {
 
 // AgentCred marks every credential a test sends as the agent; none may reach the upstream.
 const AgentCred = "agent-cred-7f3a"
-
-// maxOutputTokens is the node's cap (E3); every request above it is a problem.
-const maxOutputTokens = 8192
 
 var fakeKnownBetas = map[string]bool{
 	"claude-code-20250219": true, "interleaved-thinking-2025-05-14": true, "context-management-2025-06-27": true,
@@ -235,7 +234,7 @@ func (f *Upstream) anthropic(w http.ResponseWriter, r *http.Request, o map[strin
 		apiError(w, true, 400, "invalid_request_error", "max_tokens: too large")
 		return
 	}
-	if !countTokens && mt > maxOutputTokens {
+	if !countTokens && mt > limits.OutputTokens {
 		f.problem("max_tokens %d above the cap", mt)
 	}
 	if fb, ok := o["fallbacks"].([]any); ok {
@@ -244,7 +243,7 @@ func (f *Upstream) anthropic(w http.ResponseWriter, r *http.Request, o map[strin
 			if xm["model"] != f.pinned {
 				f.problem("fallbacks[%d].model %v, want %s", i, xm["model"], f.pinned)
 			}
-			if n, _ := num(xm["max_tokens"]); n > maxOutputTokens {
+			if n, _ := num(xm["max_tokens"]); n > limits.OutputTokens {
 				f.problem("fallbacks[%d].max_tokens %d above the cap", i, n)
 			}
 		}
@@ -293,7 +292,7 @@ func (f *Upstream) openai(w http.ResponseWriter, r *http.Request, o map[string]a
 		f.problem("%s: store %v, want false", r.URL.Path, o["store"])
 	}
 	for _, k := range []string{"max_output_tokens", "max_completion_tokens", "max_tokens"} {
-		if n, ok := num(o[k]); ok && n > maxOutputTokens {
+		if n, ok := num(o[k]); ok && n > limits.OutputTokens {
 			f.problem("%s: %s %d above the cap", r.URL.Path, k, n)
 		}
 	}
