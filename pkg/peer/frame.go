@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"anet.dev/anet/pkg/canonical"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -67,11 +68,11 @@ func (a Ack) encode() []byte {
 	if len(d) > maxDetail {
 		d = d[:maxDetail]
 	}
-	return encodeFields(ackTag, string(a.Status), a.ID, string(a.Code), d)
+	return canonical.Encode(ackTag, string(a.Status), a.ID, string(a.Code), d)
 }
 
 func parseAck(data []byte) (Ack, error) {
-	f, err := decodeFields(data, ackTag, 4)
+	f, err := canonical.Decode(data, ackTag, 4)
 	if err != nil {
 		return Ack{}, fmt.Errorf("ack: %w", err)
 	}

@@ -3,13 +3,13 @@ package peer
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"anet.dev/anet/pkg/canonical"
 	"anet.dev/anet/pkg/identity"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
@@ -106,46 +106,7 @@ func (m Message) encode(sent string) []byte {
 	if m.ReplyPort != 0 {
 		port = strconv.Itoa(m.ReplyPort)
 	}
-	return encodeFields(msgTag, string(m.Type), m.ID, m.From, m.To, sent, m.Interaction, m.Text, string(m.Code), until, port)
-}
-
-func encodeFields(tag string, fields ...string) []byte {
-	n := len(tag)
-	for _, f := range fields {
-		n += 4 + len(f)
-	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, tag...)
-	for _, f := range fields {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(f)))
-		buf = append(buf, f...)
-	}
-	return buf
-}
-
-// decodeFields splits data into want fields after tag; every byte must be used.
-func decodeFields(data []byte, tag string, want int) ([]string, error) {
-	if len(data) < len(tag) || string(data[:len(tag)]) != tag {
-		return nil, fmt.Errorf("does not start with %q", tag)
-	}
-	rest := data[len(tag):]
-	out := make([]string, 0, want)
-	for i := 0; i < want; i++ {
-		if len(rest) < 4 {
-			return nil, fmt.Errorf("field %d: truncated length", i+1)
-		}
-		l := binary.BigEndian.Uint32(rest)
-		rest = rest[4:]
-		if uint64(l) > uint64(len(rest)) {
-			return nil, fmt.Errorf("field %d: length %d past the end", i+1, l)
-		}
-		out = append(out, string(rest[:l]))
-		rest = rest[l:]
-	}
-	if len(rest) != 0 {
-		return nil, fmt.Errorf("%d bytes after the last field", len(rest))
-	}
-	return out, nil
+	return canonical.Encode(msgTag, string(m.Type), m.ID, m.From, m.To, sent, m.Interaction, m.Text, string(m.Code), until, port)
 }
 
 // Validate checks every field against the rules of the wire format. Errors name the field.
@@ -271,7 +232,7 @@ func Parse(raw []byte) (SignedMessage, error) {
 		return SignedMessage{}, fmt.Errorf("message: %d bytes, shorter than a signature", len(raw))
 	}
 	enc, sig := raw[:len(raw)-ed25519.SignatureSize], raw[len(raw)-ed25519.SignatureSize:]
-	f, err := decodeFields(enc, msgTag, msgFields)
+	f, err := canonical.Decode(enc, msgTag, msgFields)
 	if err != nil {
 		return SignedMessage{}, fmt.Errorf("message: %w", err)
 	}

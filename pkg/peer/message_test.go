@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/pkg/canonical"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -180,7 +181,7 @@ func TestParseRefusesStructure(t *testing.T) {
 // resignFields encodes the ten fields as given, unchecked, and signs them with k.
 func resignFields(t *testing.T, k seedKey, fields ...string) []byte {
 	t.Helper()
-	return resign(t, k, string(encodeFields(msgTag, fields...)))
+	return resign(t, k, string(canonical.Encode(msgTag, fields...)))
 }
 
 func resign(t *testing.T, k seedKey, enc string) []byte {
@@ -201,10 +202,10 @@ func TestAckRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	if _, err := parseAck(encodeFields(ackTag, "refused", "m", "", "")); err == nil {
+	if _, err := parseAck(canonical.Encode(ackTag, "refused", "m", "", "")); err == nil {
 		t.Fatal("parseAck(refused without code) = nil error")
 	}
-	if _, err := parseAck(encodeFields(ackTag, "maybe", "m", "", "")); err == nil {
+	if _, err := parseAck(canonical.Encode(ackTag, "maybe", "m", "", "")); err == nil {
 		t.Fatal("parseAck(unknown status) = nil error")
 	}
 	long := Ack{Status: StatusRefused, Code: CodeMalformed, Detail: strings.Repeat("d", 2*maxDetail)}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/pkg/canonical"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/store"
 )
@@ -38,7 +39,7 @@ func TestIntakeRefusals(t *testing.T) {
 	reuseIx := task(t, a, b.key.AID(), "m-reuse", "ix-1", "same interaction again", clk.Now())
 	reuseID := task(t, a, b.key.AID(), "m-honest", "ix-7", "same id, other content", clk.Now())
 	bigText := strings.Repeat("x", MaxText+1)
-	bigEnc := encodeFields(msgTag, "task", "m-big", a.AID(), b.key.AID(), formatTime(clk.Now()), "ix-8", bigText, "", "", "")
+	bigEnc := canonical.Encode(msgTag, "task", "m-big", a.AID(), b.key.AID(), formatTime(clk.Now()), "ix-8", bigText, "", "", "")
 	big := append(bigEnc, a.Sign(bigEnc)...)
 	reply := signed(t, a, Message{Type: TypeReply, ID: "m-reply", From: a.AID(), To: b.key.AID(), Sent: clk.Now(), Interaction: "ix-never-sent", Text: "answer"})
 

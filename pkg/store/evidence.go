@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"anet.dev/anet/pkg/canonical"
 )
 
 // encodingTag starts the canonical encoding of every entry; it changes if the encoding does.
@@ -73,21 +74,8 @@ func CanonicalEncoding(e Entry) []byte {
 }
 
 func canonicalEncoding(seq int64, timeText, kind, peer, interaction string, details []byte, prev [32]byte) []byte {
-	fields := [][]byte{
-		[]byte(strconv.FormatInt(seq, 10)), []byte(timeText), []byte(kind), []byte(peer),
-		[]byte(interaction), details, prev[:],
-	}
-	n := len(encodingTag)
-	for _, f := range fields {
-		n += 4 + len(f)
-	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, encodingTag...)
-	for _, f := range fields {
-		buf = binary.BigEndian.AppendUint32(buf, uint32(len(f)))
-		buf = append(buf, f...)
-	}
-	return buf
+	return canonical.Encode(encodingTag, []byte(strconv.FormatInt(seq, 10)), []byte(timeText), []byte(kind), []byte(peer),
+		[]byte(interaction), details, prev[:])
 }
 
 // ComputeHash returns SHA-256 of e's canonical encoding.
