@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // B2, B4, B5: with runs_per_peer_per_day 2 the third task from one peer is refused with
@@ -68,7 +70,7 @@ func TestAutoReplyZeroBudgetKeepsTaskInInbox(t *testing.T) {
 	a, _, aidB := startPair(t, b)
 	id := send(t, a, aidB, "anything")
 	// The engine has decided once it logs the hold; only then is "nothing happened" a fact.
-	poll(t, "B's engine holds the task", func() bool { return strings.Contains(b.logs.String(), "run budget is 0") })
+	testkit.WaitFor(t, "B's engine holds the task", func() bool { return strings.Contains(b.logs.String(), "run budget is 0") })
 	if l := b.inbox(); len(l) != 1 || l[0].Interaction != id || l[0].State != "new" {
 		t.Fatalf("B's inbox = %+v, want the task still new", l)
 	}

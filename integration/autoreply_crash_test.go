@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 )
 
 // B7, B5: kill -9 B while the agent runs: that turn has no completion and is not counted
@@ -19,7 +20,7 @@ func TestAutoReplyKill9DuringRunNotCounted(t *testing.T) {
 	// HOLD: the first run of this interaction sleeps after its model call.
 	id := send(t, a, aidB, "HOLD then answer")
 	held := filepath.Join(b.path("cache", "anet", "work-sandbox", aidA, id), "held")
-	poll(t, "the agent is running", func() bool { _, err := os.Stat(held); return err == nil })
+	testkit.WaitFor(t, "the agent is running", func() bool { _, err := os.Stat(held); return err == nil })
 	if st := b.status(); st.AutoReply.RunsActive != 1 || st.Budget.InFlight != 1 || st.Budget.Left != 19 {
 		t.Fatalf("B's status during the run = %+v / %+v, want 1 active, in flight, 19 left", st.AutoReply, st.Budget)
 	}
@@ -76,7 +77,7 @@ func TestNoAutoReplyBuild(t *testing.T) {
 	b := newARNode(t, f, arOptions{autoReply: sandboxExec, bin: "anetd-noautoreply"})
 	a, _, aidB := startPair(t, b)
 	id := send(t, a, aidB, "anyone there?")
-	poll(t, "task in B's inbox", func() bool { return len(b.inbox()) == 1 })
+	testkit.WaitFor(t, "task in B's inbox", func() bool { return len(b.inbox()) == 1 })
 	st := b.status()
 	if st.AutoReply.Compiled {
 		t.Fatalf("status auto_reply = %+v, want compiled false", st.AutoReply)

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
@@ -36,14 +37,14 @@ type arFake struct {
 	up     *modelproxytest.Upstream
 	caFile string
 	key    string
-	ca     *modelproxytest.CA
+	ca     *testkit.CA
 	// addr, when set, is where api.openai.com goes instead of up (a Responses fake).
 	openai string
 }
 
 func newARFake(t *testing.T, dir string, pinned string) *arFake {
 	t.Helper()
-	ca, err := modelproxytest.NewCA("api.anthropic.com", "api.openai.com")
+	ca, err := testkit.NewCA("api.anthropic.com", "api.openai.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func send(t *testing.T, from *testNode, to, text string) string {
 // answerAt waits until the requester has the answer to id and returns it.
 func answerAt(t *testing.T, n *testNode, id string) control.Answer {
 	t.Helper()
-	poll(t, "answer to "+id, func() bool {
+	testkit.WaitFor(t, "answer to "+id, func() bool {
 		l := n.show(id)
 		return len(l) == 1 && l[0].Answer != nil
 	})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/control"
 )
 
@@ -56,7 +57,7 @@ func TestAutoReplySlots(t *testing.T) {
 	all = append(all, sent{reqs[0], send(t, reqs[0], aidB, "SLOW second task of the first peer")})
 	sawTwo := false
 	for _, s := range all {
-		poll(t, "answer to "+s.id, func() bool {
+		testkit.WaitFor(t, "answer to "+s.id, func() bool {
 			if st := b.status(); st.AutoReply.RunsActive > 2 {
 				t.Fatalf("B's status shows %d runs active, want at most 2 (B6)", st.AutoReply.RunsActive)
 			} else if st.AutoReply.RunsActive == 2 {

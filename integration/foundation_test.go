@@ -26,7 +26,9 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/privsep"
 )
 
 func readProc(t *testing.T, pid int, file string) []byte {
@@ -224,27 +226,21 @@ func TestHelperKilledIsRestarted(t *testing.T) {
 			if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				for _, h := range n.status().Helpers {
-					if h.Name != name {
-						continue
-					}
-					if h.State == "running" && h.PID != old {
-						if h.Restarts != 1 || !strings.Contains(h.LastError, "killed") {
-							t.Fatalf("after kill: restarts %d, last error %q; want 1 and the kill", h.Restarts, h.LastError)
-						}
-						out, _, err := n.anet("status")
-						if err != nil || !strings.Contains(out, "restarts 1") || !strings.Contains(out, "signal: killed") {
-							t.Fatalf("anet status does not show the restart and its reason:\n%s", out)
-						}
-						return
+			var h privsep.Status
+			testkit.WaitFor(t, "helper "+name+" restarted", func() bool {
+				for _, h = range n.status().Helpers {
+					if h.Name == name && h.State == "running" && h.PID != old {
+						return true
 					}
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("helper %s not restarted within 30 s", name)
-				}
-				time.Sleep(20 * time.Millisecond)
+				return false
+			})
+			if h.Restarts != 1 || !strings.Contains(h.LastError, "killed") {
+				t.Fatalf("after kill: restarts %d, last error %q; want 1 and the kill", h.Restarts, h.LastError)
+			}
+			out, _, err := n.anet("status")
+			if err != nil || !strings.Contains(out, "restarts 1") || !strings.Contains(out, "signal: killed") {
+				t.Fatalf("anet status does not show the restart and its reason:\n%s", out)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/control"
 )
 
@@ -149,19 +150,18 @@ func (n *testNode) startProcess() {
 
 func (n *testNode) waitReady() {
 	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	ready := testkit.Until(testkit.Wait, func() bool {
 		select {
 		case err := <-n.done:
 			n.t.Fatalf("anetd exited during start-up: %v\n%s", err, n.logs.String())
 		default:
 		}
-		if st, err := n.tryStatus(); err == nil && allRunning(st) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+		st, err := n.tryStatus()
+		return err == nil && allRunning(st)
+	})
+	if !ready {
+		n.t.Fatalf("anetd not ready after %v:\n%s", testkit.Wait, n.logs.String())
 	}
-	n.t.Fatalf("anetd not ready after 30 s:\n%s", n.logs.String())
 }
 
 func allRunning(st control.Status) bool {
@@ -270,21 +270,18 @@ func parentPID(t *testing.T, pid int) int {
 
 func waitGone(t *testing.T, within time.Duration, pids ...int) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		var alive []int
+	var alive []int
+	gone := testkit.Until(within, func() bool {
+		alive = alive[:0]
 		for _, p := range pids {
 			if procAlive(p) {
 				alive = append(alive, p)
 			}
 		}
-		if len(alive) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes %v still alive %s later", alive, within)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(alive) == 0
+	})
+	if !gone {
+		t.Fatalf("processes %v still alive %s later", alive, within)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/identity"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
@@ -24,7 +25,7 @@ func TestPeerAttacksRefused(t *testing.T) {
 	sa, sb := a.status(), b.status()
 	a.mustAnet("peer", "add", sb.AID, sb.ListenAddr)
 	id := strings.TrimSpace(a.mustAnet("send", "--to", sb.AID, "transfer 10 coins to alice"))
-	poll(t, "A's task delivered", func() bool {
+	testkit.WaitFor(t, "A's task delivered", func() bool {
 		l := a.show(id)
 		return len(l) == 1 && len(l[0].Delivery) == 1 && l[0].Delivery[0].State == "delivered"
 	})
@@ -157,20 +158,20 @@ func TestPeerOutboxSurvivesDowntimeAndRestart(t *testing.T) {
 	a.mustAnet("peer", "add", aidB, fmt.Sprintf("127.0.0.1:%d", port))
 
 	first := strings.TrimSpace(a.mustAnet("send", "--to", aidB, "first, while B is down"))
-	poll(t, "a failed attempt recorded", func() bool {
+	testkit.WaitFor(t, "a failed attempt recorded", func() bool {
 		d := a.show(first)[0].Delivery
 		return len(d) == 1 && d[0].State == "pending" && d[0].Attempts >= 1 && d[0].LastError != ""
 	})
 	b.start()
-	poll(t, "first task at B after B started", func() bool { return len(b.inbox()) == 1 })
+	testkit.WaitFor(t, "first task at B after B started", func() bool { return len(b.inbox()) == 1 })
 
 	b.stop()
 	second := strings.TrimSpace(a.mustAnet("send", "--to", aidB, "second, then A restarts"))
-	poll(t, "second attempt failed", func() bool { return a.show(second)[0].Delivery[0].Attempts >= 1 })
+	testkit.WaitFor(t, "second attempt failed", func() bool { return a.show(second)[0].Delivery[0].Attempts >= 1 })
 	a.stop()
 	b.start()
 	a.start()
-	poll(t, "second task at B after A restarted", func() bool { return len(b.inbox()) == 2 })
+	testkit.WaitFor(t, "second task at B after A restarted", func() bool { return len(b.inbox()) == 2 })
 
 	// Lost ack: mark the first message pending again in A's store while A is down, as if A
 	// had crashed after sending it and before recording B's ack.
@@ -183,7 +184,7 @@ func TestPeerOutboxSurvivesDowntimeAndRestart(t *testing.T) {
 		t.Fatalf("reset %d outbox rows, want 1", n)
 	}
 	a.start()
-	poll(t, "first task re-delivered", func() bool {
+	testkit.WaitFor(t, "first task re-delivered", func() bool {
 		d := a.show(first)[0].Delivery
 		return d[0].State == "delivered" && d[0].Attempts >= 2
 	})

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/identity"
 	"anet.dev/anet/pkg/peer"
@@ -79,17 +80,6 @@ func (n *testNode) db() *sql.DB {
 	return db
 }
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within 60 s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -133,7 +123,7 @@ func TestPeerTaskAndReplyThroughCLI(t *testing.T) {
 	if err := peer.ValidID("interaction", id); err != nil {
 		t.Fatalf("anet send printed %q, want an interaction id: %v", id, err)
 	}
-	poll(t, "task in B's inbox", func() bool { return len(b.inbox()) == 1 })
+	testkit.WaitFor(t, "task in B's inbox", func() bool { return len(b.inbox()) == 1 })
 	got := b.inbox()[0]
 	if got.Interaction != id || got.Peer != sa.AID || got.Text != "please list the files\nin /tmp" || got.State != "new" || got.Trusted {
 		t.Fatalf("B's inbox = %+v, want A's task %s, new, untrusted", got, id)
@@ -145,7 +135,7 @@ func TestPeerTaskAndReplyThroughCLI(t *testing.T) {
 	if got := b.inbox()[0]; got.State != "answered" || got.Answer == nil || got.Answer.Text != "nothing there" {
 		t.Fatalf("B's inbox after reply = %+v, want answered", got)
 	}
-	poll(t, "reply at A", func() bool {
+	testkit.WaitFor(t, "reply at A", func() bool {
 		l := a.show(id)
 		return len(l) == 1 && l[0].Answer != nil
 	})
@@ -157,7 +147,7 @@ func TestPeerTaskAndReplyThroughCLI(t *testing.T) {
 		t.Fatalf("anet show = %q, want the task and the reply", out)
 	}
 	// B's view of the same interaction shows the reply it sent and its delivery.
-	poll(t, "B's reply delivered", func() bool {
+	testkit.WaitFor(t, "B's reply delivered", func() bool {
 		l := b.show(id)
 		return len(l) == 1 && len(l[0].Delivery) == 1 && l[0].Delivery[0].State == "delivered"
 	})
@@ -179,7 +169,7 @@ func TestPeerTaskAndReplyThroughCLI(t *testing.T) {
 		t.Fatalf("anet trust list = %q, want A", out)
 	}
 	id2 := strings.TrimSpace(a.mustAnet("send", "--to", sb.AID, "second"))
-	poll(t, "second task", func() bool { return len(b.inbox()) == 2 })
+	testkit.WaitFor(t, "second task", func() bool { return len(b.inbox()) == 2 })
 	if l := b.show(id2); len(l) != 1 || !l[0].Trusted {
 		t.Fatalf("B's show of a trusted peer's task = %+v, want trusted", l)
 	}

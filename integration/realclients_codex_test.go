@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
@@ -60,7 +61,7 @@ func runRealCodex(t *testing.T, prefix, codex, pinned, codexModel string) {
 	const tokenEnv = "ANET_ENDPOINT_TOKEN"
 	key := "sk-proj-operator-" + randomHex(t, 12)
 
-	ca, err := modelproxytest.NewCA("api.openai.com")
+	ca, err := testkit.NewCA("api.openai.com")
 	if err != nil {
 		t.Fatal(err)
 	}

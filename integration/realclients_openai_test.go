@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
@@ -74,7 +75,7 @@ func hostedTools(o map[string]any) []string {
 	return out
 }
 
-func newOpenAIFake(t *testing.T, ca *modelproxytest.CA, key, pinned, answer string) *openAIFake {
+func newOpenAIFake(t *testing.T, ca *testkit.CA, key, pinned, answer string) *openAIFake {
 	t.Helper()
 	f := &openAIFake{key: key, pinned: pinned, answer: answer}
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
@@ -16,7 +17,7 @@ import (
 // store:false, the operator's key (and nothing of the agent side) reach the upstream, over
 // verified TLS; the answer text comes back.
 func TestCompleteThroughProxy(t *testing.T) {
-	ca, err := modelproxytest.NewCA("api.openai.com", "llm.example")
+	ca, err := testkit.NewCA("api.openai.com", "llm.example")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -177,7 +178,7 @@ func TestTunnelOverUnixSocket(t *testing.T) {
 	if err != nil || body != "upstream saw pypi.org /x" {
 		t.Fatalf("GET over the unix endpoint = %q, %v, want the upstream's answer", body, err)
 	}
-	waitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+	testkit.WaitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
 	u := tp.p.Usage()
 	if u.TunnelsOpened != 1 || u.BytesSent == 0 || u.BytesReceived == 0 || len(u.Refusals) != 0 {
 		t.Fatalf("usage = %+v, want 1 tunnel with bytes both ways and no refusal", u)
@@ -190,7 +191,7 @@ func TestCloseEndsTunnels(t *testing.T) {
 	conn := tp.open(t, "pypi.org")
 	conn.Write(goHello(t, tlsConfig("pypi.org")))
 	sc := up.conn(t, 0)
-	waitFor(t, "the hello upstream", func() bool { return sc.n() > 0 })
+	testkit.WaitFor(t, "the hello upstream", func() bool { return sc.n() > 0 })
 	tp.p.Close()
 	waitClosed(t, conn)
 	select {
@@ -200,5 +201,5 @@ func TestCloseEndsTunnels(t *testing.T) {
 	}
 	_, resp, body := tp.connect(t, connectHead("pypi.org"))
 	wantRefusal(t, "CONNECT after Close", resp, body, RunOver)
-	waitFor(t, "no open tunnel", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+	testkit.WaitFor(t, "no open tunnel", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // Benchmarks for `make bench`: tunnel throughput and set-up time through the egress proxy,
@@ -32,34 +34,25 @@ func benchServer(b *testing.B, skip int, download bool) string {
 		b.Fatalf("listen: %v", err)
 	}
 	b.Cleanup(func() { ln.Close() })
-	go func() {
-		chunk := make([]byte, benchChunk)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	chunk := make([]byte, benchChunk)
+	testkit.Serve(ln, func(c net.Conn) {
+		var hdr [8]byte
+		if _, err := io.CopyN(io.Discard, c, int64(skip)); err != nil {
+			return
+		}
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
+		}
+		if !download {
+			io.Copy(io.Discard, c)
+			return
+		}
+		for range binary.BigEndian.Uint64(hdr[:]) {
+			if _, err := c.Write(chunk); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				var hdr [8]byte
-				if _, err := io.CopyN(io.Discard, c, int64(skip)); err != nil {
-					return
-				}
-				if _, err := io.ReadFull(c, hdr[:]); err != nil {
-					return
-				}
-				if !download {
-					io.Copy(io.Discard, c)
-					return
-				}
-				for range binary.BigEndian.Uint64(hdr[:]) {
-					if _, err := c.Write(chunk); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
+	})
 	return ln.Addr().String()
 }
 
@@ -71,28 +64,18 @@ func relay(b *testing.B, to string) string {
 		b.Fatalf("listen: %v", err)
 	}
 	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				u, err := net.Dial("tcp", to)
-				if err != nil {
-					c.Close()
-					return
-				}
-				var wg sync.WaitGroup
-				wg.Add(2)
-				go func() { io.Copy(u, c); u.(*net.TCPConn).CloseWrite(); wg.Done() }()
-				go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); wg.Done() }()
-				wg.Wait()
-				c.Close()
-				u.Close()
-			}()
+	testkit.Serve(ln, func(c net.Conn) {
+		u, err := net.Dial("tcp", to)
+		if err != nil {
+			return
 		}
-	}()
+		defer u.Close()
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { io.Copy(u, c); u.(*net.TCPConn).CloseWrite(); wg.Done() }()
+		go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); wg.Done() }()
+		wg.Wait()
+	})
 	return ln.Addr().String()
 }
 
@@ -234,28 +217,19 @@ func BenchmarkTunnelDownload(b *testing.B) { benchThroughput(b, true) }
 // BenchmarkTunnelSetup: from dial to a completed TLS 1.3 handshake with the upstream.
 func BenchmarkTunnelSetup(b *testing.B) {
 	ca := theCA(b)
-	srvCfg := &tls.Config{Certificates: []tls.Certificate{ca.leaf}}
+	srvCfg := &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", srvCfg)
 	if err != nil {
 		b.Fatalf("listen: %v", err)
 	}
 	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				c.(*tls.Conn).Handshake()
-				c.Write([]byte{1})
-				io.Copy(io.Discard, c)
-				c.Close()
-			}()
-		}
-	}()
+	testkit.Serve(ln, func(c net.Conn) {
+		c.(*tls.Conn).Handshake()
+		c.Write([]byte{1})
+		io.Copy(io.Discard, c)
+	})
 	up := ln.Addr().String()
-	cfg := &tls.Config{ServerName: "pypi.org", RootCAs: ca.pool}
+	cfg := &tls.Config{ServerName: "pypi.org", RootCAs: ca.Pool}
 	handshake := func(b *testing.B, c net.Conn) {
 		tc := tls.Client(c, cfg)
 		var one [1]byte

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // TestRealClientsThroughTunnel: curl (OpenSSL) and Python's urllib (the stack under pip;
@@ -22,7 +24,7 @@ func TestRealClientsThroughTunnel(t *testing.T) {
 	tp := startProxy(t, Policy{Allow: []string{"pypi.org"}},
 		&countingResolver{table: map[string][]netip.Addr{"pypi.org": addrs(pypiIP)}})
 	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(caFile, theCA(t).pem, 0o600); err != nil {
+	if err := os.WriteFile(caFile, theCA(t).PEM, 0o600); err != nil {
 		t.Fatalf("write CA: %v", err)
 	}
 	proxyURL := "http://" + tp.addr
@@ -52,7 +54,7 @@ sys.stdout.write(opener.open("https://pypi.org/simple/", timeout=30).read().deco
 			}
 		})
 	}
-	waitFor(t, "tunnels to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+	testkit.WaitFor(t, "tunnels to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
 	if u := tp.p.Usage(); len(u.Refusals) != 0 || u.TunnelsOpened != len(cases) {
 		t.Fatalf("usage = %+v, want %d tunnels and no refusal", u, len(cases))
 	}

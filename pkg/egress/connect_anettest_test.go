@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -91,7 +92,7 @@ func TestConnectSpellingsH4(t *testing.T) {
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("%q = %d %q, want 200", firstLine(c.raw), resp.StatusCode, body)
 				}
-				waitFor(t, "the upstream connection", func() bool { return up.conns.Load() == conns+1 })
+				testkit.WaitFor(t, "the upstream connection", func() bool { return up.conns.Load() == conns+1 })
 				return
 			}
 			wantRefusal(t, firstLine(c.raw), resp, body, c.want)
@@ -144,7 +145,7 @@ func TestConnectLogsNoCredentials(t *testing.T) {
 		c, _, _ := tp.connect(t, "CONNECT "+target+" HTTP/1.1\r\nProxy-Authorization: Bearer "+secret+"\r\nX-Api-Key: "+secret+"\r\n\r\n")
 		c.Close()
 	}
-	waitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+	testkit.WaitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
 	if strings.Contains(tp.logText(), secret) || strings.Contains(tp.logText(), "Bearer") {
 		t.Fatalf("log contains the agent's credential:\n%s", tp.logText())
 	}

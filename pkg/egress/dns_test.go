@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // fakeDNS is a real DNS server on loopback (UDP and TCP on one port) that answers from a
@@ -60,29 +62,20 @@ func startFakeDNS(t *testing.T) *fakeDNS {
 			}
 		}
 	}()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var lb [2]byte
-				if _, err := io.ReadFull(c, lb[:]); err != nil {
-					return
-				}
-				q := make([]byte, binary.BigEndian.Uint16(lb[:]))
-				if _, err := io.ReadFull(c, q); err != nil {
-					return
-				}
-				for _, out := range d.answer(q, false) {
-					binary.BigEndian.PutUint16(lb[:], uint16(len(out)))
-					c.Write(append(lb[:], out...))
-				}
-			}()
+	testkit.Serve(ln, func(c net.Conn) {
+		var lb [2]byte
+		if _, err := io.ReadFull(c, lb[:]); err != nil {
+			return
 		}
-	}()
+		q := make([]byte, binary.BigEndian.Uint16(lb[:]))
+		if _, err := io.ReadFull(c, q); err != nil {
+			return
+		}
+		for _, out := range d.answer(q, false) {
+			binary.BigEndian.PutUint16(lb[:], uint16(len(out)))
+			c.Write(append(lb[:], out...))
+		}
+	})
 	return d
 }
 

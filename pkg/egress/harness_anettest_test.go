@@ -6,19 +6,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -31,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -42,60 +37,19 @@ const (
 	pypiIPv6 = "2a04:4e42::223"
 )
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// testCA is a throw-away CA with one leaf for the names the tests tunnel to.
-type testCA struct {
-	pool *x509.CertPool
-	pem  []byte // the CA certificate, for clients outside Go
-	leaf tls.Certificate
-}
-
 var (
 	caOnce sync.Once
-	ca     *testCA
+	ca     *testkit.CA
+	caErr  error
 )
 
-func theCA(t testing.TB) *testCA {
+// theCA is the throw-away CA, made once, with one leaf for the names the tests tunnel to.
+func theCA(t testing.TB) *testkit.CA {
 	t.Helper()
-	caOnce.Do(func() {
-		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "anet egress test CA"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		caCert, _ := x509.ParseCertificate(der)
-		lkey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		ltmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "pypi.org"},
-			DNSNames:  []string{"pypi.org", "files.pythonhosted.org", "xn--mnchen-3ya.de"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		}
-		lder, err := x509.CreateCertificate(rand.Reader, ltmpl, caCert, &lkey.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		pool := x509.NewCertPool()
-		pool.AddCert(caCert)
-		ca = &testCA{pool: pool, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-			leaf: tls.Certificate{Certificate: [][]byte{lder}, PrivateKey: lkey}}
-	})
+	caOnce.Do(func() { ca, caErr = testkit.NewCA("pypi.org", "files.pythonhosted.org", "xn--mnchen-3ya.de") })
+	if caErr != nil {
+		t.Fatal(caErr)
+	}
 	return ca
 }
 
@@ -111,7 +65,7 @@ func startTLSUpstream(t *testing.T) *tlsUpstream {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "upstream saw %s %s", r.TLS.ServerName, r.URL.Path)
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{theCA(t).leaf}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{theCA(t).Cert}}
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused tunnels end handshakes early
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -203,7 +157,7 @@ func (s *sink) count() int {
 
 func (s *sink) conn(t *testing.T, i int) *sinkConn {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("sink connection %d", i), func() bool { return s.count() > i })
+	testkit.WaitFor(t, fmt.Sprintf("sink connection %d", i), func() bool { return s.count() > i })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conns[i]
@@ -223,16 +177,7 @@ func startTrap(t *testing.T, addr string) *trap {
 	}
 	t.Cleanup(func() { ln.Close() })
 	tr := &trap{addr: ln.Addr().String()}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			tr.conns.Add(1)
-			c.Close()
-		}
-	}()
+	testkit.Serve(ln, func(net.Conn) { tr.conns.Add(1) })
 	return tr
 }
 
@@ -463,7 +408,7 @@ func (tp *testProxy) refusals(c reasons.Code) int { return tp.p.Usage().Refusals
 
 func (tp *testProxy) waitRefusal(t *testing.T, c reasons.Code, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d refusals %s", n, c), func() bool { return tp.refusals(c) >= n })
+	testkit.WaitFor(t, fmt.Sprintf("%d refusals %s", n, c), func() bool { return tp.refusals(c) >= n })
 	if got := tp.refusals(c); got != n {
 		t.Fatalf("refusals[%s] = %d, want %d (usage %+v)", c, got, n, tp.p.Usage())
 	}
@@ -482,7 +427,7 @@ func httpsVia(t *testing.T, tp *testProxy) *http.Client {
 			}
 			return d.DialContext(ctx, "tcp", tp.addr)
 		},
-		TLSClientConfig:   &tls.Config{RootCAs: theCA(t).pool},
+		TLSClientConfig:   &tls.Config{RootCAs: theCA(t).Pool},
 		DisableKeepAlives: true,
 	}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -509,7 +454,7 @@ func theCAPool() *x509.CertPool {
 	if ca == nil {
 		return x509.NewCertPool()
 	}
-	return ca.pool
+	return ca.Pool
 }
 
 type wrapListener struct {

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // TestTunnelClientHelloH6 sends every hello case through a real tunnel: a passing hello
@@ -25,7 +27,7 @@ func TestTunnelClientHelloH6(t *testing.T) {
 			}
 			if c.want == "" {
 				sc := up.conn(t, 0)
-				waitFor(t, "the hello upstream", func() bool { return sc.n() >= len(c.raw) })
+				testkit.WaitFor(t, "the hello upstream", func() bool { return sc.n() >= len(c.raw) })
 				if got := sc.bytes(); !bytes.Equal(got, c.raw) {
 					t.Fatalf("upstream got %d bytes, want the %d-byte hello unchanged", len(got), len(c.raw))
 				}
@@ -109,12 +111,12 @@ func TestTunnelEarlyBytesH6(t *testing.T) {
 			}
 			want := append(append([]byte(nil), hello...), extra...)
 			sc := up.conn(t, 0)
-			waitFor(t, "early bytes upstream", func() bool { return sc.n() >= len(want) })
+			testkit.WaitFor(t, "early bytes upstream", func() bool { return sc.n() >= len(want) })
 			if got := sc.bytes(); !bytes.Equal(got, want) {
 				t.Fatalf("upstream got %q..., want the hello and %q", got[len(got)-len(extra):], extra)
 			}
 			conn.Write([]byte("later"))
-			waitFor(t, "later bytes upstream", func() bool { return sc.n() == len(want)+5 })
+			testkit.WaitFor(t, "later bytes upstream", func() bool { return sc.n() == len(want)+5 })
 		})
 	}
 }

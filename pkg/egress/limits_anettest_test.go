@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // TestOpenTunnelLimitR1: with R1's defaults the 16th open tunnel passes, the 17th is refused,
@@ -23,7 +25,7 @@ func TestOpenTunnelLimitR1(t *testing.T) {
 	_, resp, body := tp.connect(t, connectHead("pypi.org"))
 	wantRefusal(t, "17th open tunnel", resp, body, TunnelLimit)
 	conns[0].Close()
-	waitFor(t, "15 open tunnels", func() bool { return tp.p.Usage().TunnelsOpen == 15 })
+	testkit.WaitFor(t, "15 open tunnels", func() bool { return tp.p.Usage().TunnelsOpen == 15 })
 	if u := tp.p.Usage(); len(u.Refusals) != 1 || u.Refusals[TunnelLimit] != 1 {
 		t.Fatalf("refusals = %v, want only the one %s (hanging up before the hello is no refusal)", u.Refusals, TunnelLimit)
 	}
@@ -40,7 +42,7 @@ func TestTotalTunnelLimitR1(t *testing.T) {
 	for i := range DefaultLimits().TotalTunnels {
 		c := tp.open(t, "pypi.org")
 		c.Close()
-		waitFor(t, fmt.Sprintf("tunnel %d to end", i+1), func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+		testkit.WaitFor(t, fmt.Sprintf("tunnel %d to end", i+1), func() bool { return tp.p.Usage().TunnelsOpen == 0 })
 	}
 	_, resp, body := tp.connect(t, connectHead("pypi.org"))
 	wantRefusal(t, "257th tunnel", resp, body, TunnelLimit)
@@ -63,7 +65,7 @@ func TestSentBytesLimitR1(t *testing.T) {
 				t.Fatalf("write %d bytes: %v", len(payload), err)
 			}
 			sc := up.conn(t, 0)
-			waitFor(t, "the last allowed byte upstream", func() bool { return int64(sc.n()) == lim })
+			testkit.WaitFor(t, "the last allowed byte upstream", func() bool { return int64(sc.n()) == lim })
 			if u := tp.p.Usage(); u.TunnelsOpen != 1 || len(u.Refusals) != 0 || u.BytesSent != lim {
 				t.Fatalf("at the limit: usage = %+v, want the tunnel open, no refusal, %d sent", u, lim)
 			}
@@ -115,10 +117,10 @@ func TestBytesLimitIsPerRunR1(t *testing.T) {
 	tp, up := pypiProxy(t, Limits{SentBytes: lim})
 	a := tp.open(t, "pypi.org")
 	a.Write(append(append([]byte(nil), hello...), bytes.Repeat([]byte("a"), 60)...))
-	waitFor(t, "tunnel a's bytes", func() bool { return up.conn(t, 0).n() == len(hello)+60 })
+	testkit.WaitFor(t, "tunnel a's bytes", func() bool { return up.conn(t, 0).n() == len(hello)+60 })
 	b := tp.open(t, "pypi.org")
 	b.Write(append(append([]byte(nil), hello...), bytes.Repeat([]byte("b"), 40)...))
-	waitFor(t, "tunnel b's bytes", func() bool { return up.conn(t, 1).n() == len(hello)+40 })
+	testkit.WaitFor(t, "tunnel b's bytes", func() bool { return up.conn(t, 1).n() == len(hello)+40 })
 	b.Write([]byte("!"))
 	waitClosed(t, b)
 	tp.waitRefusal(t, BytesLimit, 1)
@@ -151,7 +153,7 @@ func TestTunnelIdleTimeout(t *testing.T) {
 	sc := up.conn(t, 0)
 	waitClosed(t, conn)
 	<-sc.done
-	waitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+	testkit.WaitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
 	if u := tp.p.Usage(); len(u.Refusals) != 0 {
 		t.Fatalf("usage = %+v, want no refusal for an idle close", u)
 	}
@@ -178,5 +180,5 @@ func TestTunnelHalfClose(t *testing.T) {
 	if string(got) != "answer after the agent's EOF" {
 		t.Fatalf("agent got %q after its half-close, want the answer", got)
 	}
-	waitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+	testkit.WaitFor(t, "the tunnel to end", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
 }

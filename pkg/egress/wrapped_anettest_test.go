@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // TestTunnelThroughWrappedConn: when the endpoint hands over a wrapped connection (it counts
@@ -49,7 +51,7 @@ func TestTunnelThroughWrappedConn(t *testing.T) {
 				t.Fatalf("read the 4000 allowed bytes: %v", err)
 			}
 			conn.Write(bytes.Repeat([]byte("s"), 3000))
-			waitFor(t, "the last allowed byte upstream", func() bool { return int64(sc.n()) == lim })
+			testkit.WaitFor(t, "the last allowed byte upstream", func() bool { return int64(sc.n()) == lim })
 			conn.Write([]byte("x"))
 			waitClosed(t, conn)
 			tp.waitRefusal(t, BytesLimit, 1)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/reasons"
@@ -236,19 +237,15 @@ func TestConnectionLimitR1(t *testing.T) {
 	}
 	held[0].Close()
 	held = held[1:]
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.WaitFor(t, "a connection admitted after one of 32 closed", func() bool {
 		c, status, _ := rawRequest(t, e.SocketPath(), "HEAD / HTTP/1.1\r\nHost: x\r\n\r\n")
 		if status == "200" {
 			held = append(held, c)
-			break
+			return true
 		}
 		c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("no connection admitted after one of 32 closed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 	if u := e.Usage(); u.ConnectionsRefused < 1 {
 		t.Fatalf("Usage.ConnectionsRefused = %d, want ≥ 1", u.ConnectionsRefused)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
@@ -45,7 +46,7 @@ func newHarness(t testing.TB, agent, model string, lim Limits) *harness {
 	h := &harness{t: t, key: "sk-operator-" + randHex(t, 16), ph: randHex(t, 32), logs: &modelproxytest.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
 	up, _ := UpstreamFor(agent, "")
-	ca, err := modelproxytest.NewCA(up.Host)
+	ca, err := testkit.NewCA(up.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

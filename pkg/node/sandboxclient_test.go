@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
@@ -25,12 +26,8 @@ func startSandboxd(t *testing.T, path string) SandboxClient {
 		Env: []string{"PATH=" + path, "LANG=C.UTF-8"},
 	}, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { sup.Stop(context.Background()) })
-	deadline := time.Now().Add(20 * time.Second)
-	for sup.Status().State != privsep.StateRunning {
-		if time.Now().After(deadline) {
-			t.Fatalf("sandboxd not running: %+v", sup.Status())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testkit.Until(testkit.Wait, func() bool { return sup.Status().State == privsep.StateRunning }) {
+		t.Fatalf("sandboxd not running: %+v", sup.Status())
 	}
 	return SandboxClient{sup: sup}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/store"
 )
@@ -43,25 +44,25 @@ func TestSendReplyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "task in B's inbox", func() bool { return len(b.inbox(t)) == 1 })
+	testkit.WaitFor(t, "task in B's inbox", func() bool { return len(b.inbox(t)) == 1 })
 	got := b.inbox(t)[0]
 	if got.ID != it.ID || got.Text != "what is 2+2?" || got.Peer != a.key.AID() {
 		t.Fatalf("B's inbox = %+v, want A's task %s", got, it.ID)
 	}
-	waitFor(t, "A's task marked delivered", func() bool { return delivered(outState(t, a, it.ID)) })
+	testkit.WaitFor(t, "A's task marked delivered", func() bool { return delivered(outState(t, a, it.ID)) })
 	if _, err := b.svc.Answer(ctx, a.key.AID(), it.ID, "4"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.svc.Answer(ctx, a.key.AID(), it.ID, "5"); !errors.Is(err, store.ErrAlreadyAnswered) {
 		t.Fatalf("second answer error = %v, want ErrAlreadyAnswered", err)
 	}
-	waitFor(t, "reply at A", func() bool { return outState(t, a, it.ID).State == store.StateAnswered })
+	testkit.WaitFor(t, "reply at A", func() bool { return outState(t, a, it.ID).State == store.StateAnswered })
 	if got := outState(t, a, it.ID); got.AnswerText != "4" || got.AnswerType != "reply" {
 		t.Fatalf("A's interaction = %+v, want reply 4", got)
 	}
 	// B records message_delivered when A's ack for the reply arrives, which may be just
 	// after A has stored the reply: wait for it rather than race it.
-	waitFor(t, "B's reply marked delivered", func() bool {
+	testkit.WaitFor(t, "B's reply marked delivered", func() bool {
 		entries, err := b.store.List(ctx, store.ListOptions{Kind: "message_delivered"})
 		return err == nil && len(entries) == 1
 	})
@@ -111,7 +112,7 @@ func TestOutboxSurvivesDowntimeAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "failed attempts recorded", func() bool {
+	testkit.WaitFor(t, "failed attempts recorded", func() bool {
 		d := outState(t, a, it.ID).Delivery
 		return len(d) == 1 && d[0].Attempts >= 2 && d[0].State == "pending" && d[0].LastError != ""
 	})
@@ -124,7 +125,7 @@ func TestOutboxSurvivesDowntimeAndRestart(t *testing.T) {
 	if _, err := b2.Listen(b.addr); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "delivered after B started", func() bool { return delivered(outState(t, a, it.ID)) })
+	testkit.WaitFor(t, "delivered after B started", func() bool { return delivered(outState(t, a, it.ID)) })
 
 	// A crashed after B stored the task but before A recorded the ack: the row is pending
 	// again. A new service over the same store delivers it; B answers duplicate.
@@ -141,7 +142,7 @@ func TestOutboxSurvivesDowntimeAndRestart(t *testing.T) {
 	}
 	t.Cleanup(a2.Close)
 	a2.Start()
-	waitFor(t, "delivered after A restarted", func() bool { return delivered(outState(t, a, it.ID)) })
+	testkit.WaitFor(t, "delivered after A restarted", func() bool { return delivered(outState(t, a, it.ID)) })
 	in := b.inbox(t)
 	if len(in) != 1 || in[0].ID != it.ID {
 		t.Fatalf("B's inbox = %+v, want exactly the one task", in)
@@ -170,7 +171,7 @@ func TestPermanentRefusalEndsDelivery(t *testing.T) {
 	if err := a.svc.Refuse(ctx, b.key.AID(), "ix-made-up", reasons.SandboxUnavailable, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "delivery failed", func() bool {
+	testkit.WaitFor(t, "delivery failed", func() bool {
 		d := outState(t, a, "ix-made-up").Delivery
 		return len(d) == 1 && d[0].State == "failed"
 	})
@@ -204,7 +205,7 @@ func TestEngineAnswers(t *testing.T) {
 	}
 	one, _ := a.svc.Send(ctx, b.key.AID(), "hello")
 	two, _ := a.svc.Send(ctx, b.key.AID(), "refuse me")
-	waitFor(t, "both answered", func() bool {
+	testkit.WaitFor(t, "both answered", func() bool {
 		return outState(t, a, one.ID).State == store.StateAnswered && outState(t, a, two.ID).State == store.StateRefused
 	})
 	if got := outState(t, a, one.ID); got.AnswerText != "echo: hello" {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/identity"
 	"anet.dev/anet/pkg/store"
 )
@@ -18,13 +19,7 @@ import (
 // seedKey is a node key from a fixed seed, so golden values are stable.
 type seedKey struct{ priv ed25519.PrivateKey }
 
-func newSeedKey(first byte) seedKey {
-	seed := make([]byte, ed25519.SeedSize)
-	for i := range seed {
-		seed[i] = first + byte(i)
-	}
-	return seedKey{priv: ed25519.NewKeyFromSeed(seed)}
-}
+func newSeedKey(first byte) seedKey { return seedKey{priv: testkit.SeedKey(first)} }
 
 func (k seedKey) AID() string               { return identity.AIDFromPublicKey(k.Public()) }
 func (k seedKey) Signer() crypto.Signer     { return k.priv }
@@ -142,15 +137,3 @@ func task(t testing.TB, key KeyHolder, to, id, interaction, text string, sent ti
 }
 
 var waitLimit = 30 * time.Second
-
-// waitFor polls cond until it holds or 30 s pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within 30 s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

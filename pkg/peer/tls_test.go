@@ -11,9 +11,12 @@ import (
 	"errors"
 	"log/slog"
 	"math/big"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 func selfSigned(t *testing.T, pub, signer any) []byte {
@@ -102,17 +105,10 @@ func TestDialRefusesServerWithoutALPN(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.SetDeadline(time.Now().Add(waitLimit))
-			c.(*tls.Conn).Handshake()
-			c.Close()
-		}
-	}()
+	testkit.Serve(l, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(waitLimit))
+		c.(*tls.Conn).Handshake()
+	})
 	cl, err := NewClient(newSeedKey(1))
 	if err != nil {
 		t.Fatal(err)
@@ -169,12 +165,8 @@ func TestServerRefusesBadClients(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s: connection served, want it refused", tc.name)
 			}
-			deadline := time.Now().Add(waitLimit)
-			for !strings.Contains(logs.String(), tc.why) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: server log does not name the reason %q:\n%s", tc.name, tc.why, logs.String())
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !testkit.Until(waitLimit, func() bool { return strings.Contains(logs.String(), tc.why) }) {
+				t.Fatalf("%s: server log does not name the reason %q:\n%s", tc.name, tc.why, logs.String())
 			}
 			if n := len(b.inbox(t)); n != 0 {
 				t.Fatalf("%s: inbox has %d rows, want 0", tc.name, n)

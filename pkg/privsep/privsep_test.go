@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -178,15 +179,11 @@ func startTestHelper(t *testing.T) *Supervisor {
 
 func waitState(t *testing.T, s *Supervisor, want State) Status {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if st := s.Status(); st.State == want {
-			return st
-		}
-		time.Sleep(10 * time.Millisecond)
+	var st Status
+	if !testkit.Until(testkit.Wait, func() bool { st = s.Status(); return st.State == want }) {
+		t.Fatalf("helper state = %s, want %s", st.State, want)
 	}
-	t.Fatalf("helper state = %s, want %s", s.Status().State, want)
-	return Status{}
+	return st
 }
 
 // C3/ARCHITECTURE rule 2: a helper sees only the environment named in code and fds 0-3.

@@ -8,18 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // seedSigner is a Signer over a key derived from a fixed seed, so golden values are stable.
 type seedSigner struct{ priv ed25519.PrivateKey }
 
-func newSeedSigner(first byte) seedSigner {
-	seed := make([]byte, ed25519.SeedSize)
-	for i := range seed {
-		seed[i] = first + byte(i)
-	}
-	return seedSigner{priv: ed25519.NewKeyFromSeed(seed)}
-}
+func newSeedSigner(first byte) seedSigner { return seedSigner{priv: testkit.SeedKey(first)} }
 
 func (s seedSigner) Sign(msg []byte) []byte    { return ed25519.Sign(s.priv, msg) }
 func (s seedSigner) Public() ed25519.PublicKey { return s.priv.Public().(ed25519.PublicKey) }

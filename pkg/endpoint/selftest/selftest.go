@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
@@ -53,7 +54,7 @@ func Run(ctx context.Context) ([]Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	ca, err := modelproxytest.NewCA("api.anthropic.com", "api.openai.com")
+	ca, err := testkit.NewCA("api.anthropic.com", "api.openai.com")
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func keysWith(dir, key string) (keys.Keys, error) {
 
 // open starts an endpoint for agent whose model upstream is the fake (through an injected
 // transport: the release binary has no redirect hook) and a fake that knows the placeholder.
-func open(dir, agent string, ca *modelproxytest.CA, k keys.Keys, log *slog.Logger, allow []string) (*run, error) {
+func open(dir, agent string, ca *testkit.CA, k keys.Keys, log *slog.Logger, allow []string) (*run, error) {
 	var fakeAddr string
 	var mu sync.Mutex
 	tr := &http.Transport{

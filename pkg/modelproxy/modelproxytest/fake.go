@@ -1,3 +1,7 @@
+// Package modelproxytest holds a fake model upstream that behaves like api.anthropic.com and
+// api.openai.com where a proxy's rewrite could go wrong, served behind internal/testkit's
+// throw-away CA. Tests and the self-test use it; it never touches the network beyond its own
+// loopback listener.
 package modelproxytest
 
 import (
@@ -12,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/limits"
 )
 
@@ -55,7 +60,7 @@ var fakeKnownBetas = map[string]bool{
 // NewUpstream starts the fake on a loopback port over TLS with ca's leaf and HTTP/2. key is
 // the operator's key it demands, placeholder the run token that must never arrive, pinned the
 // only model it accepts as correct.
-func NewUpstream(ca *CA, key, placeholder, pinned string) *Upstream {
+func NewUpstream(ca *testkit.CA, key, placeholder, pinned string) *Upstream {
 	f := &Upstream{key: key, placeholder: placeholder, pinned: pinned, models: map[string]int{
 		"claude-opus-5-5": 128000, "claude-sonnet-5-5": 64000, "claude-haiku-5-5": 64000,
 		"gpt-6": 128000, "gpt-6-mini": 128000, "gpt-6-luna": 64000,

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
@@ -220,15 +221,7 @@ func hostCanaries(t *testing.T) Env {
 	}
 	t.Cleanup(func() { rs.Close() })
 	for _, l := range []net.Listener{tcp, abs, rs} {
-		go func(l net.Listener) {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}(l)
+		testkit.Serve(l, func(net.Conn) {})
 	}
 	env.SSHKeyPath = filepath.Join(dir, "id_rsa")
 	env.ControlTokenPath = filepath.Join(dir, "token")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
 )
@@ -56,19 +57,10 @@ func TestRelayHalfClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b, _ := io.ReadAll(c) // until the agent half-closes
-				c.Write([]byte("endpoint got: " + string(b)))
-			}()
-		}
-	}()
+	testkit.Serve(ln, func(c net.Conn) {
+		b, _ := io.ReadAll(c) // until the agent half-closes
+		c.Write([]byte("endpoint got: " + string(b)))
+	})
 	spec := sandbox.Spec{ID: "relay", Mode: sandbox.ModeSandbox, RunRoot: filepath.Join(dir, "runs"),
 		Argv:     []string{"/bin/sh", "-c", "printf 'hello' | socat -t5 - TCP:127.0.0.1:18080"},
 		Endpoint: ep, Port: 18080, Limits: sandbox.Limits{WallClock: time.Minute}}
@@ -97,7 +89,7 @@ func TestKillAll(t *testing.T) {
 		}
 		runs = append(runs, r)
 	}
-	waitFor(t, "runs started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
+	testkit.WaitWithin(t, "runs started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
 	l.KillAll()
 	for _, r := range runs {
 		if o := r.Wait(); o.ExitCode != 128+9 {

@@ -134,20 +134,6 @@ func markerAlive(marker string) bool {
 	return false
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for time.Since(start) < d {
-		if cond() {
-			return time.Since(start)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %v", what, d)
-	return 0
-}
-
 func uniqueSleep() string {
 	return strconv.Itoa(500000 + int(time.Now().UnixNano()%400000))
 }

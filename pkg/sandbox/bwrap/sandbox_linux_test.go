@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/sandbox"
 )
 
@@ -138,10 +139,10 @@ func TestKill9OfLauncherKillsRuns(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "run started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
+	testkit.WaitWithin(t, "run started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
 	_ = c.Process.Signal(syscall.SIGKILL)
 	_ = c.Wait()
-	took := waitFor(t, "runs gone after kill -9 of anet-sandboxd", 2*time.Second, func() bool { return !markerAlive("sleep " + n) })
+	took := testkit.WaitWithin(t, "runs gone after kill -9 of anet-sandboxd", 2*time.Second, func() bool { return !markerAlive("sleep " + n) })
 	t.Logf("runs gone %v after SIGKILL of the launcher", took)
 }
 
@@ -154,7 +155,7 @@ func TestSIGTERMStopsRuns(t *testing.T) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "run started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
+	testkit.WaitWithin(t, "run started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
 	_ = c.Process.Signal(syscall.SIGTERM)
 	err := c.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+15 {

@@ -1,7 +1,4 @@
-// Package modelproxytest holds a throw-away CA and a fake model upstream that behaves like
-// api.anthropic.com and api.openai.com where a proxy's rewrite could go wrong. Tests and the
-// self-test use it; it never touches the network beyond its own loopback listener.
-package modelproxytest
+package testkit
 
 import (
 	"crypto/ecdsa"
@@ -11,22 +8,29 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"time"
 )
 
-// CA is a throw-away CA with one leaf certificate; clients trust it through an explicit
-// RootCAs pool (Pool) or an SSL_CERT_FILE holding PEM.
+// CA is a throw-away certificate authority with one leaf certificate. Clients trust it
+// through an explicit pool (Pool) or, outside Go, through SSL_CERT_FILE holding PEM; TLS is
+// never switched off.
 type CA struct {
 	Pool *x509.CertPool
+	// Cert is the leaf, for a server's tls.Config.
 	Cert tls.Certificate
-	PEM  []byte
+	// PEM is the CA certificate.
+	PEM []byte
 }
 
-// NewCA makes a CA and a leaf for names (and 127.0.0.1).
+// NewCA makes a CA and a leaf valid for names and 127.0.0.1, for a day.
 func NewCA(names ...string) (*CA, error) {
+	if len(names) == 0 {
+		return nil, errors.New("test ca: no name for the leaf")
+	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("test ca: %w", err)
@@ -40,7 +44,10 @@ func NewCA(names ...string) (*CA, error) {
 	if err != nil {
 		return nil, fmt.Errorf("test ca: %w", err)
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, fmt.Errorf("test ca: %w", err)
+	}
 	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("test ca: %w", err)
@@ -57,6 +64,9 @@ func NewCA(names ...string) (*CA, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
-	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	return &CA{Pool: pool, Cert: tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}, PEM: pemBytes}, nil
+	return &CA{
+		Pool: pool,
+		Cert: tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: leafKey},
+		PEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+	}, nil
 }
