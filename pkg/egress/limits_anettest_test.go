@@ -124,6 +124,8 @@ func TestBytesLimitIsPerRunR1(t *testing.T) {
 	b.Write([]byte("!"))
 	waitClosed(t, b)
 	tp.waitRefusal(t, BytesLimit, 1)
+	// Tunnel b is counted closed once its pumps have ended, a moment after the agent saw it.
+	testkit.WaitFor(t, "tunnel b counted closed", func() bool { return tp.p.Usage().TunnelsOpen <= 1 })
 	if u := tp.p.Usage(); u.BytesSent != lim || u.TunnelsOpen != 1 {
 		t.Fatalf("usage = %+v, want %d sent and tunnel a still open", u, lim)
 	}
