@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the real agent CLIs the integration tests run inside the sandbox (issue 4 "Real
-# clients", issue 6), at pinned versions, into one prefix readable by every user (the tests run
+# Installs the real agent CLIs the integration tests run inside the sandbox (E1–E11,
+# P1), at pinned versions, into one prefix readable by every user (the tests run
 # as an unprivileged user and bind the prefix read-only into the sandbox as the agent tree).
 # Idempotent: when the pinned versions are already there it only prints them.
 #
@@ -9,7 +9,7 @@
 set -euo pipefail
 
 prefix="${ANET_TEST_AGENTS_DIR:-/opt/anet-test-agents}"
-# Pinned: REFERENCE.md records what these exact versions send; bump together with it.
+# Pinned: pkg/agents records what these exact versions send; bump together with it.
 pkgs=(
   "@anthropic-ai/claude-code@2.1.328"
   "@openai/codex@0.169.0"

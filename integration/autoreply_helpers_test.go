@@ -1,6 +1,6 @@
 package integration
 
-// Set-up for the auto-reply tests (issue 6): a node B whose anetd is a test build (it hands
+// Set-up for the auto-reply tests: a node B whose anetd is a test build (it hands
 // ANET_TEST_REDIRECTS to its egress helper), whose helper dir holds the test-built
 // anet-egress, whose PATH has the test agent as `claude`, and a fake model upstream over real
 // TLS (test CA through SSL_CERT_FILE).

@@ -1,6 +1,6 @@
 package integration
 
-// Auto-reply end to end (issue 6): real anetd, anet-sandboxd (bwrap), anet-egress (test build
+// Auto-reply end to end: real anetd, anet-sandboxd (bwrap), anet-egress (test build
 // with the loopback redirect), a fake model service over real TLS, and the test agent as
 // `claude`. Requirements: P1–P4, B1–B7, E10, F1, F2, S8, C5.
 

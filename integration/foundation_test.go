@@ -1,6 +1,6 @@
 package integration
 
-// Foundation tests (issue 2): privilege separation (C3), clean helpers, secrets, control
+// Foundation tests: privilege separation (C3), clean helpers, secrets, control
 // socket, supervision, shutdown, the evidence chain, and config refusals.
 
 import (
@@ -53,7 +53,7 @@ func envNames(environ []byte) []string {
 	return names
 }
 
-// C3, ARCHITECTURE rules 1-2: three processes, the helpers children of anetd, each helper
+// C3, docs/architecture.md rules 1-2: three processes, the helpers children of anetd, each helper
 // with only the environment named in code and no inherited descriptor.
 func TestHelpersAreSeparateCleanChildren(t *testing.T) {
 	n := newNode(t, nodeOptions{extraEnv: []string{
@@ -246,7 +246,7 @@ func TestHelperKilledIsRestarted(t *testing.T) {
 	}
 }
 
-// ARCHITECTURE rule 5: when anetd ends, orderly or not, its helpers end within 2 s.
+// docs/architecture.md rule 5: when anetd ends, orderly or not, its helpers end within 2 s.
 func TestHelpersEndWithAnetd(t *testing.T) {
 	for _, how := range []string{"SIGTERM", "SIGKILL"} {
 		t.Run(how, func(t *testing.T) {

@@ -1,6 +1,6 @@
 package integration
 
-// Peer transport tests (issue 5): two real anetd processes on loopback driven through the
+// Peer transport tests: two real anetd processes on loopback driven through the
 // real CLI, and in-process pkg/peer clients as impostors, replayers and load against the
 // real listener. Requirement numbers: F1 (what the requester receives), B3/B4 (tasks wait
 // in the inbox; refusals carry codes), P1 (trust list keyed on the aid).

@@ -11,7 +11,7 @@ import (
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
-// codexConfig is Codex's config.toml for a run (REFERENCE.md "Codex"): a custom provider at the
+// codexConfig is Codex's config.toml for a run (pkg/agents/codex.go): a custom provider at the
 // endpoint with the placeholder in tokenEnv, the Responses wire API over HTTP (no WebSocket),
 // hosted web search off, and Codex's own sandbox off because ours is the boundary (nested user
 // namespaces are denied inside it). Retries are off so that a refusal ends the run at once.

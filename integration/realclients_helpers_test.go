@@ -27,7 +27,7 @@ const (
 	agentsDirEnv     = "ANET_TEST_AGENTS_DIR"
 	defaultAgentsDir = "/opt/anet-test-agents"
 	// realClientsDebugEnv, when set, makes the tests log what the fake saw even when they
-	// pass: how REFERENCE.md's "what the CLI sends" is kept up to date after a version bump.
+	// pass: how pkg/agents' notes on what each CLI sends are kept up to date after a version bump.
 	realClientsDebugEnv = "ANET_TEST_REALCLIENTS_DEBUG"
 )
 

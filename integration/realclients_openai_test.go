@@ -32,10 +32,10 @@ type openAIFake struct {
 	problems []string
 }
 
-// openAIModels are the ids the fake knows (REFERENCE.md, Nov 2026 price lists).
+// openAIModels are the ids the fake knows (pkg/modelproxy/models.yaml).
 var openAIModels = map[string]bool{"gpt-6": true, "gpt-6-mini": true, "gpt-6-luna": true}
 
-// openAIClientTools are the client-run Responses tool types (REFERENCE.md "Model APIs");
+// openAIClientTools are the client-run Responses tool types (pkg/modelproxy/openai.go);
 // shell counts only with a local environment, tool_search only with client execution, and a
 // namespace by its members. Anything else is a hosted tool the node must have refused (E4).
 var openAIClientTools = map[string]bool{

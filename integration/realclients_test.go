@@ -12,7 +12,7 @@ import (
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
-// The real clients (issue 4 "Real clients", issue 6): the pinned npm builds of Claude Code and
+// The real clients (E1–E11): the pinned npm builds of Claude Code and
 // Codex run inside `anet-sandboxd exec` (S1–S5: the sandbox a run gets, as the unprivileged
 // test user) and reach the model only through a test-built `anet-egress endpoint` (E1) whose
 // verified upstream is redirected, after every rule, to a fake API over real TLS. The fake
@@ -106,7 +106,7 @@ func TestRealClaudeCLIThroughSandboxAndEndpoint(t *testing.T) {
 	}
 }
 
-// claudeEnv is Claude Code's environment for a run (REFERENCE.md "Claude Code settings").
+// claudeEnv is Claude Code's environment for a run (pkg/agents/claude.go).
 func claudeEnv(placeholder, model string, port int) []string {
 	return []string{
 		fmt.Sprintf("ANTHROPIC_BASE_URL=http://127.0.0.1:%d", port),

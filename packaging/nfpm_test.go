@@ -113,7 +113,7 @@ func TestNfpmShipsEveryPackagingFile(t *testing.T) {
 	}
 }
 
-// TestNfpmLayout: the package installs what the brief and the units need, for deb and rpm
+// TestNfpmLayout: the package installs what C4 and the units need, for deb and rpm
 // alike: anetd and anet on PATH, the helpers in /usr/libexec/anet (where the units'
 // --helper-dir points), bubblewrap as a dependency (L1), and no AppArmor profile (A1: the
 // operator installs it with anet doctor --apparmor-profile).

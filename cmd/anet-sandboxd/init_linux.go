@@ -10,7 +10,7 @@ import (
 
 func init() { commands = append(commands, initCommand()) }
 
-// initCommand is pid 1 inside every sandbox (issue 3 item 4); bwrap starts it, not people.
+// initCommand is pid 1 inside every sandbox (E1, S2); bwrap starts it, not people.
 func initCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "init",

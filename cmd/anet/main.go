@@ -41,7 +41,7 @@ func commands() []*cli.Command {
 		doctorCommand(),
 		evidenceCommand(),
 		configCommand(),
-		// Peer transport commands (issue 5) go here.
+		// Peer transport commands.
 		peerCommand(),
 		trustCommand(),
 		sendCommand(),

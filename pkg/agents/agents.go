@@ -1,4 +1,4 @@
-// Package agents is the per-agent table of the exec back-end (issue 6 item 2, E10): for an
+// Package agents is the per-agent table of the exec back-end (E10): for an
 // agent and a run's parameters it returns the command line, the environment and the config
 // files that make the agent talk only to the node's endpoint with the run's placeholder, with
 // the pinned model, output capped at 8192 tokens, telemetry and provider-run tools (web search,

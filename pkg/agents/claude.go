@@ -8,7 +8,7 @@ import (
 	"anet.dev/anet/pkg/limits"
 )
 
-// claude is Claude Code in the sandbox (REFERENCE "Claude Code settings"). Checked with
+// claude is Claude Code in the sandbox (its documented settings). Checked with
 // claude 2.1.197 and 2.1.328 against a fake upstream in an empty network namespace:
 //   - one POST /v1/messages?beta=true with "Authorization: Bearer <placeholder>", the pinned
 //     model and max_tokens 8192; `--` keeps a task such as "--help" or `-rf "x" $(id)` a prompt;

@@ -10,7 +10,7 @@ import (
 	"anet.dev/anet/pkg/sandbox"
 )
 
-// codex is Codex CLI in the sandbox (REFERENCE "Codex"). Checked with codex-cli 0.169.0 and
+// codex is Codex CLI in the sandbox (its documented config.toml). Checked with codex-cli 0.169.0 and
 // 0.171.0 against a fake upstream in an empty network namespace, with --strict-config (unknown
 // keys are an error, so a future Codex that drops one of these keys fails closed instead of
 // silently ignoring it):

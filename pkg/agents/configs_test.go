@@ -115,7 +115,7 @@ func TestClaudeSettingsFile(t *testing.T) {
 
 // TestCodexConfigTOML: config.toml, parsed by an independent TOML parser, points the custom
 // provider at the endpoint with the placeholder's variable, pins the model, disables web
-// search (E4), and turns Codex's own sandbox and approvals off (REFERENCE "Codex").
+// search (E4), and turns Codex's own sandbox and approvals off (ours is the boundary, S4).
 func TestCodexConfigTOML(t *testing.T) {
 	l := mustFor(t, params(Codex, true))
 	doc := parseTOML(t, fileOf(t, l, ".codex/config.toml"))

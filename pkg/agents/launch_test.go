@@ -49,7 +49,7 @@ func mustFor(t *testing.T, p Params) Launch {
 }
 
 // TestForGolden pins each agent's whole launch (argv, env, files, answer) in both modes
-// (issue 6 item 2; E10; P4). Regenerate with `go test ./pkg/agents -run Golden -update`.
+// (E10; P4). Regenerate with `go test ./pkg/agents -run Golden -update`.
 func TestForGolden(t *testing.T) {
 	for _, a := range append(sandboxAgents, Cursor) {
 		for _, sandboxed := range []bool{true, false} {
@@ -107,7 +107,7 @@ func TestEnvNamesPassLauncherValidation(t *testing.T) {
 	}
 }
 
-// TestExactEnv pins the variable names per agent (REFERENCE "Model APIs"), and the values
+// TestExactEnv pins the variable names per agent (E1), and the values
 // that carry the endpoint, the placeholder and the pinned model.
 func TestExactEnv(t *testing.T) {
 	base := "http://127.0.0.1:4711"

@@ -17,7 +17,7 @@
 //     evidence entry. An agent that is not installed (agent_missing) leaves the task in the
 //     inbox for the operator: the node is not set up to answer, which is not a sandbox failure.
 //   - An agent that ran but gave no usable answer (non-zero exit, limit, empty output) is
-//     refused with turn_failed: the seed has the sandbox pass the reply through unread, but a
+//     refused with turn_failed: the sandbox passes the reply through unread (F3), but a
 //     requester must learn that no answer is coming. Such a sandboxed turn still counts (B1:
 //     the run happened and cost money); a turn cut by a crash has no completion and does not
 //     (B7).

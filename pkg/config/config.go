@@ -133,7 +133,7 @@ const (
 	GiB int64 = limits.GiB
 )
 
-// Limits on values (the schema's comments in the brief and S6).
+// Limits on values (S6, and the bounds in the README's configuration).
 const (
 	minAPITimeout = time.Second
 	maxAPITimeout = 86400 * time.Second

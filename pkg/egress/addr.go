@@ -15,7 +15,7 @@ func mustBlocks(specs ...[2]string) []addrBlock {
 	return out
 }
 
-// refusedV4 is REFERENCE.md's IPv4 special-purpose list, exactly (IANA registry entries that
+// refusedV4 is the IPv4 special-purpose list, exactly (IANA registry entries that
 // are not globally reachable, plus multicast and the reserved class E).
 var refusedV4 = mustBlocks(
 	[2]string{"0.0.0.0/8", "(this network)"},

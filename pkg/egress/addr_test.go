@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestClassifyAddr covers every block of REFERENCE.md's list (H5) with its first and last
+// TestClassifyAddr covers every block of the special-purpose list (H5) with its first and last
 // address, the addresses just outside, IPv4-mapped forms and the IPv6 ranges that embed IPv4
 // (6to4, NAT64, Teredo, IPv4-compatible).
 func TestClassifyAddr(t *testing.T) {

@@ -28,7 +28,7 @@ func refuse(code reasons.Code, format string, args ...any) *refusal {
 }
 
 // parseConnect applies H4 to a request the HTTP server has already parsed, re-reading the raw
-// request-target, because net/http accepts forms a tunnel must not (REFERENCE: "a.com:443@
+// request-target, because net/http accepts forms a tunnel must not ("a.com:443@
 // evil.com:443" becomes host evil.com; "http://x:443" parses; CONNECT may carry a body).
 // It returns the normalised host name: one trailing dot removed, nothing else changed.
 func parseConnect(r *http.Request) (string, *refusal) {

@@ -26,7 +26,7 @@ func TestConnectSpellingsH4(t *testing.T) {
 	tp := startProxy(t, Policy{Allow: []string{"pypi.org", "xn--mnchen-3ya.de"}}, res)
 	head := func(target string, extra ...string) string {
 		// A benign Host header: the attack is in the request-target, which net/http
-		// parses loosely (REFERENCE "Egress").
+		// parses loosely.
 		return "CONNECT " + target + " HTTP/1.1\r\nHost: pypi.org:443\r\n" + strings.Join(extra, "") + "\r\n"
 	}
 	cases := []struct {

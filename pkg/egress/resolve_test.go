@@ -128,7 +128,7 @@ func TestDNSResolver(t *testing.T) {
 }
 
 // TestDNSResolverIgnoresEtcHosts: /etc/hosts maps localhost to loopback for Go's resolver,
-// but the egress resolver takes the answer from DNS only (H5, REFERENCE "Go resolver").
+// but the egress resolver takes the answer from DNS only (H5; Go's resolver reads /etc/hosts first).
 func TestDNSResolverIgnoresEtcHosts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

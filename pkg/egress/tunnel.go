@@ -118,7 +118,7 @@ func (t *tunnel) finish(code reasons.Code, detail string) {
 
 // pump copies src to dst under the run's byte allowance b. It waits until src has bytes
 // queued, reserves exactly those, and moves them with one ReadFrom over an io.LimitedReader,
-// which keeps Go's splice path when both ends are sockets (REFERENCE). The copy never waits
+// which keeps Go's splice path when both ends are sockets. The copy never waits
 // for data while holding a reservation.
 func (t *tunnel) pump(dir int, dst, src net.Conn, b *budget) {
 	defer t.done[dir].Store(true)

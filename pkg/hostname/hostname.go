@@ -64,7 +64,7 @@ func Problem(name string) string {
 	}
 	if isNumericLabel(labels[len(labels)-1]) {
 		// 127.1, 2130706433, 0x7f.0.0.1 and 017700000001 are IP addresses to inet_aton and
-		// the cgo resolver (REFERENCE); no top-level domain is numeric.
+		// the cgo resolver; no top-level domain is numeric.
 		return "ends in a numeric label (an IP address in another notation)"
 	}
 	if len(labels) < 2 {

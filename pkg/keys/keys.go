@@ -1,5 +1,5 @@
 // Package keys reads the operator's model-service keys file. Only anet-egress may import it:
-// anetd must never hold a key's value (ARCHITECTURE rule 1), and a dependency test checks that
+// anetd must never hold a key's value (docs/architecture.md rule 1), and a dependency test checks that
 // the anetd binary does not link this package.
 //
 // The file is YAML mapping provider names to keys:

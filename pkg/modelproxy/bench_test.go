@@ -16,8 +16,8 @@ import (
 	"time"
 )
 
-// BenchmarkModelRequestLatency measures the latency the model proxy adds per request (issue 4
-// "Measure"), in one run against two baselines: calling the fake upstream directly, and a
+// BenchmarkModelRequestLatency measures the latency the model proxy adds per request (make
+// bench), in one run against two baselines: calling the fake upstream directly, and a
 // plain httputil.ReverseProxy that only injects the key. The three paths are interleaved per
 // iteration so that machine load affects them alike. Reported: p50/p99 of each path in µs,
 // the added p50/p99 over each baseline, and the p50 ratios.

@@ -48,7 +48,7 @@ func (e *Engine) FamilyFor(path string, h http.Header) Family {
 }
 
 // Route maps method and path to an allowed API: an allow-list of method+path, never of
-// host (seed 2's lesson: a host allow-list let a file-upload API out). A path with escapes,
+// host (a host allow-list once let a file-upload API out; docs/threat-model.md). A path with escapes,
 // dot segments or doubled slashes never matches.
 func (e *Engine) Route(method, path string, h http.Header) (API, *Refusal) {
 	notAllowed := &Refusal{Code: EndpointNotAllowed, Status: http.StatusNotFound, Detail: method + " " + reasons.Clip(path, 80)}

@@ -17,7 +17,7 @@ import (
 	"anet.dev/anet/pkg/reasons"
 )
 
-// claudeCodeBody is what claude 2.1.328 -p sends (REFERENCE.md "Observed here").
+// claudeCodeBody is what claude 2.1.328 -p sends (as the pinned CLI was seen sending it).
 const claudeCodeBody = `{"model":"claude-opus-5-5","max_tokens":128000,"thinking":{"type":"adaptive"},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"output_config":{"effort":"high"},"stream":false,"system":[{"type":"text","text":"You are Claude Code"}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"tools":[{"name":"Bash","description":"run","input_schema":{"type":"object"}}],"metadata":{"user_id":"u"}}`
 
 var claudeCodeHeaders = http.Header{

@@ -13,7 +13,7 @@ import (
 var errNoHelper = errors.New("helper binary not found")
 
 // helperEnvBase lists the only variables a helper gets, by name. Nothing is copied from the
-// daemon's environment wholesale (ARCHITECTURE rule 2): not the operator's secrets, not a
+// daemon's environment wholesale (docs/architecture.md rule 2): not the operator's secrets, not a
 // proxy setting (H7).
 var helperEnvBase = []string{
 	"PATH=/usr/local/bin:/usr/bin:/bin",

@@ -17,7 +17,7 @@ import (
 const maxAgentOutput = 1 << 20
 
 // SandboxClient drives anet-sandboxd. It is the only way anetd gets a process started: anetd
-// itself never forks anything but its two helpers (ARCHITECTURE rule 1).
+// itself never forks anything but its two helpers (docs/architecture.md rule 1).
 type SandboxClient struct{ sup *privsep.Supervisor }
 
 // Probe asks for the sandbox probe. A helper that is down is an unavailable sandbox.

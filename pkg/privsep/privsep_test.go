@@ -186,7 +186,7 @@ func waitState(t *testing.T, s *Supervisor, want State) Status {
 	return st
 }
 
-// C3/ARCHITECTURE rule 2: a helper sees only the environment named in code and fds 0-3.
+// C3, docs/architecture.md rule 2: a helper sees only the environment named in code and fds 0-3.
 func TestHelperStartsClean(t *testing.T) {
 	s := startTestHelper(t)
 	var env []string

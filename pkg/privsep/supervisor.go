@@ -27,7 +27,7 @@ type HelperSpec struct {
 	Path string
 	Args []string
 	// Env is the helper's whole environment. Callers build it from names chosen in code,
-	// never by copying the daemon's environment (ARCHITECTURE rule 2).
+	// never by copying the daemon's environment (docs/architecture.md rule 2).
 	Env []string
 	// Handlers answer requests the helper sends to the parent; may be nil.
 	Handlers map[string]Handler

@@ -14,7 +14,7 @@ import (
 )
 
 // TestDirectRun: direct mode (P4) runs unsandboxed in <work root>/<aid>/<interaction> with
-// the same wall clock as a sandboxed run (issue 3 item 7).
+// the same wall clock as a sandboxed run (S6).
 func TestDirectRun(t *testing.T) {
 	root := t.TempDir()
 	// The launcher's own environment (a key, a proxy) never reaches the agent (S5, F3); the

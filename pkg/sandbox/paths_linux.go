@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Run and work directories are attacked (issue 3 item 2): a run can plant symlinks in its
+// Run and work directories are attacked (S3): a run can plant symlinks in its
 // work dir, and the work dir outlives the run. Everything here works relative to directory
 // file descriptors opened with O_NOFOLLOW, so a planted link is never followed, whether we
 // create, measure or delete.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Issue 3 item 2 (S3): run and work dirs are created, measured and deleted without ever
+// S3: run and work dirs are created, measured and deleted without ever
 // following a link a run planted.
 
 func writeFile(t *testing.T, p, s string) {

@@ -15,7 +15,7 @@ func validSpec() Spec {
 	}
 }
 
-// TestSpecValidate: bad input gets an error naming the field (issue 3 item 1, S3, S5).
+// TestSpecValidate: bad input gets an error naming the field (S3, S5).
 func TestSpecValidate(t *testing.T) {
 	cases := []struct {
 		name   string

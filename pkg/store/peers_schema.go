@@ -1,6 +1,6 @@
 package store
 
-// peerSchema is migration 2 (issue 5): the peer transport's tables. Times are canonical
+// peerSchema is migration 2: the peer transport's tables. Times are canonical
 // RFC 3339 UTC text (formatTime); *_unix columns are unix nanoseconds for ordering.
 var peerSchema = []string{
 	// Nodes this node may send tasks to, by aid, with the address to dial.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The self-test against this build's real endpoint passes every check (issue 4 item 7); CI
+// The self-test against this build's real endpoint passes every check (C4); CI
 // runs it through this test.
 func TestSelfTestPasses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -78,7 +78,7 @@ func runFiltered(t *testing.T, spec string, names []string) map[string]Result {
 
 var reqPattern = regexp.MustCompile(`^[A-Z][0-9]+(,[A-Z][0-9]+)*$`)
 
-// TestNames: the battery covers every attack issue 3 lists, in a fixed order, each with the
+// TestNames: the battery covers every attack, in a fixed order, each with the
 // requirement it proves.
 func TestNames(t *testing.T) {
 	names := Names()

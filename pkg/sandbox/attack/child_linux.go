@@ -83,7 +83,7 @@ func x32Call() childReport {
 
 // int80Call makes the i386 keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING) through
 // `int $0x80`: a call the main filter denies natively, so surviving it shows the foreign-ABI
-// gap the arch filter closes (REFERENCE gotcha 2).
+// gap the arch filter closes (pkg/sandbox/seccomp, pitfall 2).
 func int80Call() childReport {
 	const i386Keyctl, keyctlGetKeyringID, keySpecSession = 288, 0, 0xfffffffd
 	r, ok := int80(i386Keyctl, keyctlGetKeyringID, keySpecSession, 0)

@@ -27,7 +27,7 @@ var (
 
 // attackSocket creates a socket of a refused family (EAFNOSUPPORT from the filter). With
 // highBits the family carries bits above 31, which the kernel drops: a filter comparing
-// 64 bits would be bypassed (REFERENCE gotcha 1).
+// 64 bits would be bypassed (pkg/sandbox/seccomp, pitfall 1).
 func attackSocket(f family, highBits bool) func(Env) Result {
 	return func(Env) Result {
 		af := f.af

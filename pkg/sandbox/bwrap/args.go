@@ -47,7 +47,7 @@ type Layout struct {
 	Unsafe Weakening
 }
 
-// Weakening names protections a test build can drop to prove self-test notices (issue 3).
+// Weakening names protections a test build can drop to prove self-test notices (C4).
 type Weakening struct {
 	KeepNet     bool // no --unshare-net
 	NoSeccomp   bool // no seccomp programs

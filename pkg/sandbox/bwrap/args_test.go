@@ -33,7 +33,7 @@ func goldenLayout() Layout {
 	}
 }
 
-// TestArgsGolden pins the whole bwrap argv (issue 3 item 1; S1 namespaces, S3 file system,
+// TestArgsGolden pins the whole bwrap argv (S1 namespaces, S3 file system,
 // S4 caps/seccomp, S5 env). Run with -update after a deliberate change, and review the diff.
 func TestArgsGolden(t *testing.T) {
 	args, err := Args(goldenSpec(), goldenLayout())
@@ -56,7 +56,7 @@ func TestArgsGolden(t *testing.T) {
 	}
 }
 
-// TestArgsAlwaysHardened: the flags issue 3 item 1 requires are present in every argv, and
+// TestArgsAlwaysHardened: the flags S1–S5 require are present in every argv, and
 // nothing of the host's /run, /tmp, /home, /root, /var is bound.
 func TestArgsAlwaysHardened(t *testing.T) {
 	args, err := Args(goldenSpec(), goldenLayout())

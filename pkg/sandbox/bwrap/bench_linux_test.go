@@ -13,11 +13,11 @@ import (
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
-// Issue 3 "Measure": a launch (probe cached) against a bare `bwrap --ro-bind / / true` and a
+// Measured in make bench: a launch (probe cached) against a bare `bwrap --ro-bind / / true` and a
 // bare bwrap with the same hardening, in one run; and the uncached probe. Reported, not
 // asserted: the ratios are the figures (aim: launch within 1.5x of hardened bare bwrap).
 
-// firstByte records when the agent's first output arrives: the issue's metric is the time
+// firstByte records when the agent's first output arrives: the metric is the time
 // from the launch request to the agent's first instruction, not the teardown after it.
 type firstByte struct{ at time.Time }
 

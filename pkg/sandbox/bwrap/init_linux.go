@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InitOptions configure `anet-sandboxd init`, pid 1 of a run (issue 3 item 4).
+// InitOptions configure `anet-sandboxd init`, pid 1 of a run (E1, S2).
 type InitOptions struct {
 	// Endpoint is the bound endpoint socket and Port the loopback port relayed to it; Endpoint
 	// "" runs no relay.

@@ -93,7 +93,7 @@ func (l *Launcher) bwrapPath() (string, error) {
 	return p, nil
 }
 
-// KillAll ends every run now (SIGTERM or EOF of fd 3 in serve; issue 3 item 7) and waits for
+// KillAll ends every run now (SIGTERM or EOF of fd 3 in serve; S4) and waits for
 // them to be gone.
 func (l *Launcher) KillAll() {
 	l.mu.Lock()

@@ -44,7 +44,7 @@ func TestLauncherProbeCached(t *testing.T) {
 }
 
 // TestRelayHalfClose: init relays 127.0.0.1:P inside the run to the bound endpoint socket,
-// keeping each direction open until its own EOF (issue 3 item 4; E1's path).
+// keeping each direction open until its own EOF (E1's path).
 func TestRelayHalfClose(t *testing.T) {
 	l := newLauncher(t)
 	if _, err := exec.LookPath("socat"); err != nil {

@@ -10,7 +10,7 @@ import (
 	"anet.dev/anet/pkg/sandbox"
 )
 
-// This host's layout (hybrid v1, REFERENCE "This machine").
+// This host's layout (hybrid v1, as on the CI machine).
 const hybridCgroup = `9:name=systemd:/
 8:pids:/anet-test-1
 4:memory:/anet-test-1

@@ -56,7 +56,7 @@ type run struct {
 // agent. bwrap's child waits on --block-fd until confine has applied the rlimits and cgroups,
 // so every limit is in place before any sandbox code runs.
 //
-// A sandboxed run never starts without a passing probe (fresh or cached, S7, issue 3 item 7):
+// A sandboxed run never starts without a passing probe (fresh or cached, S7, P2):
 // a failed probe is returned as its *reasons.Error.
 func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
 	if err := spec.Validate(); err != nil {

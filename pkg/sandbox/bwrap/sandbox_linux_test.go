@@ -15,7 +15,7 @@ import (
 )
 
 // TestExecPassesThrough: stdout, stderr and the exit status of the command pass through
-// `exec` (issue 3 item 8), and the run's dirs are gone afterwards (S3).
+// `exec` (C4), and the run's dirs are gone afterwards (S3).
 func TestExecPassesThrough(t *testing.T) {
 	h := newHost(t)
 	r := h.sh(nil, "echo out; echo err >&2; exit 7")
@@ -90,7 +90,7 @@ func TestDiskLimitKill(t *testing.T) {
 	}
 }
 
-// TestMemoryBomb: seed 2's memory bomb under a small limit is killed and reported (S6).
+// TestMemoryBomb: the classic memory bomb under a small limit is killed and reported (S6).
 func TestMemoryBomb(t *testing.T) {
 	h := newHost(t)
 	r := h.exec(h.bin, []string{"--memory", "64MiB", "--timeout", "60s"}, "/usr/bin/tail", "/dev/zero")
@@ -99,7 +99,7 @@ func TestMemoryBomb(t *testing.T) {
 	}
 }
 
-// TestForkBomb: seed 2's fork bomb under a small task limit is contained (forks fail with
+// TestForkBomb: the classic fork bomb under a small task limit is contained (forks fail with
 // EAGAIN) and reported (S6).
 func TestForkBomb(t *testing.T) {
 	h := newHost(t)
@@ -114,7 +114,7 @@ func TestForkBomb(t *testing.T) {
 }
 
 // TestBackgroundProcessGone: a daemonised grandchild (setsid + double fork) does not outlive
-// its run (issue 3 item 7).
+// its run (S4).
 func TestBackgroundProcessGone(t *testing.T) {
 	h := newHost(t)
 	n := uniqueSleep()
@@ -128,7 +128,7 @@ func TestBackgroundProcessGone(t *testing.T) {
 }
 
 // TestKill9OfLauncherKillsRuns: SIGKILL of anet-sandboxd ends its runs within 2 s (S4 "runs
-// end when the node ends", issue 3). PDEATHSIG and the pid namespace make it immediate; the
+// end when the node ends"). PDEATHSIG and the pid namespace make it immediate; the
 // time taken is logged.
 func TestKill9OfLauncherKillsRuns(t *testing.T) {
 	h := newHost(t)
@@ -146,7 +146,7 @@ func TestKill9OfLauncherKillsRuns(t *testing.T) {
 	t.Logf("runs gone %v after SIGKILL of the launcher", took)
 }
 
-// TestSIGTERMStopsRuns: SIGTERM to the launcher stops its runs (issue 3 item 7).
+// TestSIGTERMStopsRuns: SIGTERM to the launcher stops its runs (S4).
 func TestSIGTERMStopsRuns(t *testing.T) {
 	h := newHost(t)
 	n := uniqueSleep()
@@ -167,7 +167,7 @@ func TestSIGTERMStopsRuns(t *testing.T) {
 }
 
 // TestPlantedSymlinks: links a run plants are not followed by cleanup nor seen by the next
-// run, and its home/tmp files do not reach the next run (issue 3 item 2, S3).
+// run, and its home/tmp files do not reach the next run (S3).
 func TestPlantedSymlinks(t *testing.T) {
 	h := newHost(t)
 	victimDir := filepath.Join(h.home, "victim")
@@ -209,7 +209,7 @@ func TestPlantedSymlinks(t *testing.T) {
 }
 
 // TestNoInheritedFds: an fd the launcher inherited (from a shell, from anetd) does not reach
-// the sandbox (ARCHITECTURE "helpers start clean"; the status pipe stays bwrap's).
+// the sandbox (docs/architecture.md rule 2; the status pipe stays bwrap's).
 func TestNoInheritedFds(t *testing.T) {
 	h := newHost(t)
 	f, err := os.Open(h.home)

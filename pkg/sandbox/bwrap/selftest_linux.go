@@ -41,7 +41,7 @@ type SelfTestOptions struct {
 	Limits sandbox.Limits
 }
 
-// SelfTest runs the probe and the attack battery against this host (issue 3 item 8). It
+// SelfTest runs the probe and the attack battery against this host (C4). It
 // opens and removes its own canaries; OK is true only if the probe passes and every attack
 // is blocked for the right reason.
 func (l *Launcher) SelfTest(ctx context.Context, o SelfTestOptions) (SelfTestResult, error) {

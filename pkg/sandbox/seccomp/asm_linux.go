@@ -26,7 +26,7 @@ func retErr(e unix.Errno) uint32 { return retErrno | uint32(e)&unix.SECCOMP_RET_
 
 // argLow returns the offset of the low 32 bits of syscall argument i. The kernel truncates
 // `int` and `unsigned int` arguments (ioctl's request, socket's family, personality) to these
-// bits, so rules on them must look here and nowhere else (REFERENCE gotcha 1).
+// bits, so rules on them must look here and nowhere else (pitfall 1 in the package doc).
 func argLow(i int) uint32 {
 	off := uint32(offArgs + 8*i)
 	if nativeBigEndian() {
@@ -119,7 +119,7 @@ func (a *asm) resolve(end string) ([]bpf.Instruction, error) {
 }
 
 // archProgram is hand-written because go-seccomp-bpf gives foreign-arch calls the policy's
-// default action (allow, in our default-allow main filter: REFERENCE gotcha 2) and answers x32
+// default action (allow, in our default-allow main filter: pitfall 2 in the package doc) and answers x32
 // with ENOSYS. Kill, not EPERM: no legitimate program in the sandbox makes foreign-ABI calls
 // (a 32-bit binary would make nothing else), an errno would let a 32-bit exploit keep probing,
 // and a kill is unambiguous in the attack battery and in the kernel's audit log.
@@ -141,7 +141,7 @@ func archProgram(spec archSpec) ([]bpf.Instruction, error) {
 
 // argRule is a rule on one 32-bit argument, hand-written because go-seccomp-bpf compares all
 // 64 bits: a denylist Equal(TIOCSTI) is bypassed by setting any of the high 32 bits, which
-// the kernel then drops (REFERENCE gotcha 1). The allowlists (socket families, personality)
+// the kernel then drops (pitfall 1 in the package doc). The allowlists (socket families, personality)
 // compare the same 32 bits so that they mean exactly what the kernel will act on.
 type argRule struct {
 	name string // syscall

@@ -12,7 +12,7 @@ type denyRule struct {
 	why   string
 }
 
-// denyRules is the unconditional part of the main filter (REFERENCE.md "seccomp": the union
+// denyRules is the unconditional part of the main filter (S4: the union
 // of flatpak, Docker's default profile, Codex and sandbox-runtime). Names must exist on every
 // supported arch; arch-only names live in archSpec.extraDeny.
 var denyRules = []denyRule{

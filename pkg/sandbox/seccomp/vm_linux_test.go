@@ -142,7 +142,7 @@ func TestSyscallTableMatchesABI(t *testing.T) {
 	}
 }
 
-// REFERENCE.md "seccomp" deny list, written out here independently of policy_linux.go (S4).
+// S4's deny list, written out here independently of policy_linux.go (S4).
 var wantEPERM = []string{
 	"unshare", "setns", "mount", "umount2", "pivot_root", "chroot",
 	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
@@ -253,7 +253,7 @@ func TestMainFilterVM(t *testing.T) {
 	}
 }
 
-// TestArchFilterVM checks that foreign ABIs are killed (S4, REFERENCE gotcha 2).
+// TestArchFilterVM checks that foreign ABIs are killed (S4, seccomp pitfall 2).
 func TestArchFilterVM(t *testing.T) {
 	progs := filters(t)
 	info, native := nativeInfo(t)
