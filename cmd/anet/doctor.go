@@ -13,6 +13,7 @@ import (
 
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/doctor"
+	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -85,21 +86,16 @@ func doctorCommand() *cli.Command {
 
 // runProbe runs the sandbox probe through anet-sandboxd, the program that owns the sandbox.
 func runProbe() (*probeAnswer, error) {
-	// Beside anet in a build tree; ../libexec/anet in an installed package; else PATH.
-	bin := "anet-sandboxd"
-	if exe, err := os.Executable(); err == nil {
-		dir := filepath.Dir(exe)
-		for _, p := range []string{filepath.Join(dir, bin), filepath.Join(dir, "..", "libexec", "anet", bin)} {
-			if fileExists(p) {
-				bin = p
-				break
-			}
-		}
+	// The same search as anetd's: beside anet in a build tree, ../libexec/anet in a package.
+	dir, err := helperpath.ForThisProgram("")
+	if err != nil {
+		return nil, err
 	}
+	bin := filepath.Join(dir, helperpath.Sandboxd)
 	var out, errb bytes.Buffer
 	cmd := exec.Command(bin, "probe", "--json")
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
+	err = cmd.Run()
 	var p probeAnswer
 	if jerr := json.Unmarshal(out.Bytes(), &p); jerr != nil {
 		if err == nil {
@@ -112,11 +108,6 @@ func runProbe() (*probeAnswer, error) {
 		return nil, fmt.Errorf("%s probe: %w", bin, err)
 	}
 	return &p, nil
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 func mark(ok bool) string {

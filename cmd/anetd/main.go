@@ -25,7 +25,7 @@ func main() {
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "config file (default $XDG_CONFIG_HOME/anet/config.yaml)"},
-			&cli.StringFlag{Name: "helper-dir", Usage: "directory holding anet-sandboxd and anet-egress (default: beside anetd)"},
+			&cli.StringFlag{Name: "helper-dir", Usage: "directory holding anet-sandboxd and anet-egress (default: beside anetd, else ../libexec/anet)"},
 			&cli.BoolFlag{Name: "check", Usage: "check the configuration and exit"},
 		},
 		HideHelpCommand: true,

@@ -2,15 +2,11 @@ package node
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 
+	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/privsep"
 )
-
-var errNoHelper = errors.New("helper binary not found")
 
 // helperEnvBase lists the only variables a helper gets, by name. Nothing is copied from the
 // daemon's environment wholesale (docs/architecture.md rule 2): not the operator's secrets, not a
@@ -40,17 +36,14 @@ func (n *Node) helperEnv(name string) []string {
 }
 
 func (n *Node) startHelpers(ctx context.Context) error {
-	dir, err := n.helperDir()
+	// The same search as anet doctor's: --helper-dir, else beside anetd, else the packaged
+	// ../libexec/anet.
+	dir, err := helperpath.ForThisProgram(n.opts.HelperDir)
 	if err != nil {
 		return err
 	}
-	sandboxd := filepath.Join(dir, "anet-sandboxd")
-	egress := filepath.Join(dir, "anet-egress")
-	for _, p := range []string{sandboxd, egress} {
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("%w: %s (install the helpers beside anetd or pass --helper-dir)", errNoHelper, p)
-		}
-	}
+	sandboxd := filepath.Join(dir, helperpath.Sandboxd)
+	egress := filepath.Join(dir, helperpath.Egress)
 	n.sandboxd = privsep.StartHelper(ctx, privsep.HelperSpec{
 		Name: "sandboxd",
 		Path: sandboxd,

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -30,7 +29,8 @@ import (
 type Options struct {
 	// ConfigPath overrides the default config file when not empty.
 	ConfigPath string
-	// HelperDir holds anet-sandboxd and anet-egress; empty means beside the running binary.
+	// HelperDir holds anet-sandboxd and anet-egress; empty means the search of
+	// pkg/helperpath (beside anetd, then ../libexec/anet).
 	HelperDir string
 	// Env reads the daemon's environment (os.Getenv in production).
 	Env func(string) string
@@ -175,17 +175,6 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 		log.Error("evidence: node_stopped", "err", err)
 	}
 	return nil
-}
-
-func (n *Node) helperDir() (string, error) {
-	if n.opts.HelperDir != "" {
-		return n.opts.HelperDir, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("find helper binaries: %w", err)
-	}
-	return filepath.Dir(exe), nil
 }
 
 func (n *Node) stopHelpers() {
