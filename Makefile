@@ -39,21 +39,36 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -tags $(TESTTAGS) ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)
 
 # Distro packages (deb and rpm) of the four binaries with the systemd units, man pages and
-# completions under packaging/. nfpm runs at a pinned version through the Go module proxy,
-# so it stays out of go.mod. Package versions must start with a digit: a tag v1.2.3 gives
-# 1.2.3, an untagged tree 0.0.0-dev.<describe> (a pre-release of 0.0.0).
+# completions under packaging/ (C4). nfpm runs at a pinned version through the Go module
+# proxy, so it stays out of go.mod. The version comes from git (packaging/pkgmeta/version.go:
+# v1.2.3 gives 1.2.3, later commits 1.2.3+gitN.HASH, an untagged tree 0.0.0~gitN.HASH), is
+# computed once per make run, and can be given: make package PKGVERSION=1.2.3.
 NFPM       ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DIST       ?= dist
-PKGVERSION ?= $(shell printf '%s' '$(VERSION)' | sed -e 's/^v\([0-9]\)/\1/' -e '/^[0-9]/!s/^/0.0.0-dev./' -e 's/[^A-Za-z0-9.+~-]/./g')
+PKGVERSION ?= $(eval PKGVERSION := $$(shell $(GO) run ./packaging/pkgmeta version))$(PKGVERSION)
+# The package build differs from `make build` on purpose: static (no cgo, so no libc
+# dependency and one binary for every distribution), position-independent, with full RELRO
+# (-bindnow) and stripped; packaging/check-elf.sh refuses anything else.
+PKGBIN     ?= $(DIST)/bin
+PKGSTAGE   ?= $(DIST)/stage
+PKG_LDFLAGS = -s -w -bindnow -X main.version=$(PKGVERSION)
 
-.PHONY: package
-package: build
-	@mkdir -p $(DIST)
-	PKGVERSION='$(PKGVERSION)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/anet_$(PKGVERSION)_amd64.deb
-	PKGVERSION='$(PKGVERSION)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target $(DIST)/anet_$(PKGVERSION)_amd64.rpm
+.PHONY: package package-bin
+package-bin:
+	@mkdir -p $(PKGBIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '$(PKG_LDFLAGS)' -o $(PKGBIN)/ $(addprefix ./cmd/,$(CMDS))
+	sh packaging/check-elf.sh $(addprefix $(PKGBIN)/,$(CMDS))
+
+# The changelog, the copyright file and the compressed man pages are generated into
+# PKGSTAGE; nfpm.yaml reads PKGBIN and PKGSTAGE from the environment.
+package: package-bin
+	rm -rf $(PKGSTAGE)
+	$(GO) run ./packaging/pkgmeta stage -out $(PKGSTAGE) -version '$(PKGVERSION)'
+	PKGVERSION='$(PKGVERSION)' PKGBIN='$(PKGBIN)' PKGSTAGE='$(PKGSTAGE)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target '$(DIST)/anet_$(PKGVERSION)-1_amd64.deb'
+	PKGVERSION='$(PKGVERSION)' PKGBIN='$(PKGBIN)' PKGSTAGE='$(PKGSTAGE)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target '$(DIST)/anet-$(PKGVERSION)-1.x86_64.rpm'
 
 # C5: auto-reply can be removed from the build. CI builds and tests that build too (the
 # integration tests also start a noautoreply anetd: TestNoAutoReplyBuild).

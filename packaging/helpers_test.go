@@ -25,9 +25,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "packaging tests:", err)
 		os.Exit(2)
 	}
+	// Reachable by nobody, which runs the programs when the tests run as root.
+	os.Chmod(dir, 0o755)
 	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	if pkg.dist != "" {
+		os.RemoveAll(pkg.dist)
+	}
 	os.Exit(code)
 }
 
@@ -49,6 +54,12 @@ var built = map[string]bool{}
 // binary builds (once per test run) and returns the path of one of the suite's programs.
 func binary(t *testing.T, name string) string {
 	t.Helper()
+	return binaryPkg(t, name, "./cmd/"+name)
+}
+
+// binaryPkg builds (once per test run) the program of a package as name.
+func binaryPkg(t *testing.T, name, pkgPath string) string {
+	t.Helper()
 	out := filepath.Join(binDir, name)
 	if built[name] {
 		return out
@@ -57,10 +68,10 @@ func binary(t *testing.T, name string) string {
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/"+name)
+	cmd := exec.Command(goTool, "build", "-o", out, pkgPath)
 	cmd.Dir = repoRoot(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/%s: %v\n%s", name, err, b)
+		t.Fatalf("go build %s: %v\n%s", pkgPath, err, b)
 	}
 	built[name] = true
 	return out

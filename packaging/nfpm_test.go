@@ -54,8 +54,12 @@ func (c nfpmConfig) dstsFor(packager string) map[string]nfpmContent {
 	return out
 }
 
+// staged are the files `pkgmeta stage` writes into PKGSTAGE.
+var staged = []string{"changelog.Debian.gz", "copyright", "man/anet.1.gz", "man/anetd.8.gz", "man/anet-sandboxd.8.gz", "man/anet-egress.8.gz"}
+
 // TestNfpmSourcesExist: every src of nfpm.yaml exists (C4), except the binaries, which
-// `make build` writes to bin/ and must then be programs the Makefile builds.
+// `make package-bin` writes to PKGBIN and must then be programs the Makefile builds, and the
+// generated files of PKGSTAGE.
 func TestNfpmSourcesExist(t *testing.T) {
 	c := loadNfpm(t)
 	root := repoRoot(t)
@@ -67,12 +71,19 @@ func TestNfpmSourcesExist(t *testing.T) {
 			if filepath.IsAbs(e.Src) || strings.Contains(e.Src, "..") {
 				t.Fatalf("src %q must be relative to the repository root", e.Src)
 			}
-			if name, ok := strings.CutPrefix(e.Src, "bin/"); ok {
+			if name, ok := strings.CutPrefix(e.Src, "${PKGBIN}/"); ok {
 				if !slices.Contains(commands, name) {
-					t.Fatalf("src %s: bin/%s is not one of the programs make build writes %v", e.Src, name, commands)
+					t.Fatalf("src %s: %s is not one of the programs make package-bin writes %v", e.Src, name, commands)
 				}
 				if _, err := os.Stat(filepath.Join(root, "cmd", name, "main.go")); err != nil {
 					t.Fatalf("src %s: no cmd/%s/main.go to build it from: %v", e.Src, name, err)
+				}
+				return
+			}
+			if gen, ok := strings.CutPrefix(e.Src, "${PKGSTAGE}/"); ok {
+				// Written by pkgmeta stage: the changelog, the copyright file, the pages.
+				if !slices.Contains(staged, gen) {
+					t.Fatalf("src %s: pkgmeta stage writes no %s (it writes %v)", e.Src, gen, staged)
 				}
 				return
 			}
@@ -94,6 +105,10 @@ func TestNfpmShipsEveryPackagingFile(t *testing.T) {
 	srcs := map[string]bool{}
 	for _, e := range c.Contents {
 		srcs[e.Src] = true
+		// The pages are shipped compressed from the stage directory.
+		if page, ok := strings.CutPrefix(e.Src, "${PKGSTAGE}/man/"); ok {
+			srcs["packaging/man/"+strings.TrimSuffix(page, ".gz")] = true
+		}
 	}
 	root := repoRoot(t)
 	for _, dir := range []string{"packaging/systemd", "packaging/man", "packaging/completions"} {
@@ -123,25 +138,34 @@ func TestNfpmLayout(t *testing.T) {
 		t.Errorf("name, arch, version = %q, %q, %q, want anet, amd64, ${PKGVERSION}", c.Name, c.Arch, c.Version)
 	}
 	want := map[string]string{
-		"/usr/bin/anetd":                                 "bin/anetd",
-		"/usr/bin/anet":                                  "bin/anet",
-		"/usr/libexec/anet/anet-sandboxd":                "bin/anet-sandboxd",
-		"/usr/libexec/anet/anet-egress":                  "bin/anet-egress",
+		"/usr/bin/anetd":                                 "${PKGBIN}/anetd",
+		"/usr/bin/anet":                                  "${PKGBIN}/anet",
+		"/usr/libexec/anet/anet-sandboxd":                "${PKGBIN}/anet-sandboxd",
+		"/usr/libexec/anet/anet-egress":                  "${PKGBIN}/anet-egress",
 		"/usr/lib/systemd/user/anetd.service":            "packaging/systemd/user/anetd.service",
 		"/usr/lib/systemd/system/anetd@.service":         "packaging/systemd/system/anetd@.service",
-		"/usr/share/man/man1/anet.1":                     "packaging/man/anet.1",
-		"/usr/share/man/man8/anetd.8":                    "packaging/man/anetd.8",
-		"/usr/share/man/man8/anet-sandboxd.8":            "packaging/man/anet-sandboxd.8",
-		"/usr/share/man/man8/anet-egress.8":              "packaging/man/anet-egress.8",
+		"/usr/share/man/man1/anet.1.gz":                  "${PKGSTAGE}/man/anet.1.gz",
+		"/usr/share/man/man8/anetd.8.gz":                 "${PKGSTAGE}/man/anetd.8.gz",
+		"/usr/share/man/man8/anet-sandboxd.8.gz":         "${PKGSTAGE}/man/anet-sandboxd.8.gz",
+		"/usr/share/man/man8/anet-egress.8.gz":           "${PKGSTAGE}/man/anet-egress.8.gz",
+		"/usr/share/doc/anet/copyright":                  "${PKGSTAGE}/copyright",
 		"/usr/share/bash-completion/completions/anet":    "packaging/completions/anet.bash",
 		"/usr/share/fish/vendor_completions.d/anet.fish": "packaging/completions/anet.fish",
 		"/usr/share/doc/anet/README.md":                  "README.md",
 	}
 	zsh := map[string]string{"deb": "/usr/share/zsh/vendor-completions/_anet", "rpm": "/usr/share/zsh/site-functions/_anet"}
+	only := map[string]map[string]string{
+		"deb": {"/usr/share/doc/anet/changelog.Debian.gz": "${PKGSTAGE}/changelog.Debian.gz",
+			"/usr/share/lintian/overrides/anet": "packaging/lintian-overrides"},
+		"rpm": {"/usr/share/licenses/anet/LICENSE": "LICENSE"},
+	}
 	for _, packager := range []string{"deb", "rpm"} {
 		t.Run(packager, func(t *testing.T) {
 			got := c.dstsFor(packager)
 			w := map[string]string{zsh[packager]: "packaging/completions/_anet"}
+			for k, v := range only[packager] {
+				w[k] = v
+			}
 			for k, v := range want {
 				w[k] = v
 			}
@@ -155,7 +179,7 @@ func TestNfpmLayout(t *testing.T) {
 					t.Errorf("%s: %s from %s, want from %s", packager, dst, e.Src, src)
 				}
 				wantMode := 0o644
-				if strings.HasPrefix(src, "bin/") {
+				if strings.HasPrefix(src, "${PKGBIN}/") {
 					wantMode = 0o755
 				}
 				if e.FileInfo.Mode != wantMode {
