@@ -145,15 +145,16 @@ func (u unitFile) get(section, key string) string {
 // TestUnitSettings: the settings the node depends on, in both units. Type=notify because
 // anetd sends READY=1; ExecStart passes --helper-dir because the package puts the helpers in
 // libexec; Delegate gives runs their cgroups (S6); nothing that blocks bwrap's user
-// namespaces or its /proc mount is set (L1, S1).
+// namespaces, its hostname or its /proc mount is set (L1, S1).
 func TestUnitSettings(t *testing.T) {
 	wantExec := anetdPath + " --helper-dir " + helperDir
 	forbidden := []string{
-		"RestrictNamespaces", "SystemCallFilter", // block bwrap's unshare, mount and pivot_root
-		"PrivateUsers",                                       // works, but runs would differ from what anet doctor probes
-		"ProtectKernelTunables", "ProtectProc", "ProcSubset", // hide /proc: bwrap cannot mount a new one
-		"ProtectControlGroups", // read-only cgroupfs: no delegated run cgroups
-		"User", "DynamicUser",  // checked per unit below
+		"RestrictNamespaces", "ProtectHostname", // block bwrap's unshare and sethostname (hardening_test.go)
+		"PrivateUsers",                                                            // works, but runs would differ from what anet doctor probes
+		"ProtectKernelTunables", "ProtectKernelLogs", "ProtectProc", "ProcSubset", // cover /proc: bwrap cannot mount a new one
+		"MemoryDenyWriteExecute", // the agents' JIT
+		"ProtectControlGroups",   // read-only cgroupfs: no delegated run cgroups
+		"User", "DynamicUser",    // checked per unit below
 	}
 	for _, u := range units {
 		t.Run(u.name, func(t *testing.T) {
@@ -215,8 +216,8 @@ func TestUnitsMatchPackage(t *testing.T) {
 	for _, packager := range []string{"deb", "rpm"} {
 		dsts := c.dstsFor(packager)
 		for _, p := range []string{anetdPath, helperDir + "/anet-sandboxd", helperDir + "/anet-egress"} {
-			if e, ok := dsts[p]; !ok || !strings.HasPrefix(e.Src, "bin/") {
-				t.Errorf("%s package: %s is not installed from bin/ (got %+v)", packager, p, e)
+			if e, ok := dsts[p]; !ok || !strings.HasPrefix(e.Src, "${PKGBIN}/") {
+				t.Errorf("%s package: %s is not installed from the package build (got %+v)", packager, p, e)
 			}
 		}
 	}
