@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // built is `make package` run once for all the tests of this file, into a temporary DIST.
@@ -425,7 +427,7 @@ func installedEnv(t *testing.T) []string {
 // CLI's hint says, and waits until the installed anet reports both helpers running.
 func startInstalledAnetd(t *testing.T, root string, env []string) {
 	t.Helper()
-	var logs syncBuf
+	var logs testkit.Buffer
 	cmd := exec.Command(filepath.Join(root, "usr/bin/anetd"))
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -473,22 +475,4 @@ func startInstalledAnetd(t *testing.T, root string, env []string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// syncBuf is a buffer written by a child's stdout and stderr at once.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
