@@ -1,7 +1,7 @@
 // Package limits is the one home of the node's figures: the output cap (E3), the per-run
 // endpoint table (R1), the sandbox's resource defaults (S6), the probe's cache time (S7), the
-// allow-list cap (H2), the run budget's defaults and slots (B2, B6) and the size of a task's
-// text. Each figure is written once, here; the packages that enforce, default, validate or
+// allow-list cap (H2), the run budget's defaults and slots (B2, B6), the spend caps' defaults
+// and the usage estimate (K1, K2) and the size of a task's text. Each figure is written once, here; the packages that enforce, default, validate or
 // report one import it, and every sentence that states a figure (a reason text, an `anet:`
 // answer, a flag's usage) is built from these values, never typed by hand.
 //
@@ -66,6 +66,20 @@ const (
 	RunsPerDay        = 20
 	RunsPerPeerPerDay = 5
 )
+
+// K2: the spend caps for untrusted runs when the operator sets none, in micro-units of the
+// price list's currency: 5.00 a day for all peers, 1.00 a peer. At the default (cheapest)
+// model a typical run costs about 0.15 and one bounded only by R1 about 0.80 (5.6M input
+// tokens estimated from 16 MiB, 60 × 8192 output tokens), so a peer's five runs and the day's
+// twenty fit; a dearer pinned model, or abuse, meets the cap instead of the operator's bill.
+const (
+	SpendPerDayMicros        = 5_000_000
+	SpendPerPeerPerDayMicros = 1_000_000
+)
+
+// K1: the input tokens assumed for a request whose usage is not known (yet) are its body's
+// bytes divided by this: prompt text averages about four bytes a token, so a third errs high.
+const EstimateBytesPerToken = 3
 
 // B6: untrusted runs at once, in all and per peer, and how often waiting tasks are looked at.
 const (

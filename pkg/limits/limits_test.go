@@ -36,6 +36,9 @@ func TestFiguresAreTheRequirements(t *testing.T) {
 		{"UntrustedRuns (B6)", UntrustedRuns, 2},
 		{"RunsPerPeer (B6)", RunsPerPeer, 1},
 		{"ScanInterval (B6)", int64(ScanInterval), int64(5 * time.Second)},
+		{"SpendPerDayMicros (K2)", SpendPerDayMicros, 5_000_000},
+		{"SpendPerPeerPerDayMicros (K2)", SpendPerPeerPerDayMicros, 1_000_000},
+		{"EstimateBytesPerToken (K1)", EstimateBytesPerToken, 3},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
@@ -67,6 +70,8 @@ func TestRequirementsDocStatesTheFigures(t *testing.T) {
 		"H2": {fmt.Sprintf("at most %d entries", AllowListEntries)},
 		"B2": {fmt.Sprintf("default %d, all untrusted peers", RunsPerDay), fmt.Sprintf("(default %d)", RunsPerPeerPerDay)},
 		"B6": {"At most " + words[UntrustedRuns] + " untrusted runs", words[RunsPerPeer] + " per peer", fmt.Sprintf("every %d s", int(ScanInterval.Seconds()))},
+		"K1": {fmt.Sprintf("bytes / %d", EstimateBytesPerToken)},
+		"K2": {"default " + units(SpendPerDayMicros) + ", all untrusted peers", "default " + units(SpendPerPeerPerDayMicros) + ")"},
 	} {
 		m := regexp.MustCompile(`(?ms)^- \*\*` + id + `\*\* (.*?)(?:\n- |\n\n|\z)`).FindSubmatch(doc)
 		if m == nil {
@@ -116,4 +121,9 @@ func TestBytes(t *testing.T) {
 			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
 		}
 	}
+}
+
+// units writes micro-units as the configuration does: 5.00.
+func units(micros int64) string {
+	return fmt.Sprintf("%d.%02d", micros/1_000_000, micros%1_000_000/10_000)
 }

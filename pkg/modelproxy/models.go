@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -28,12 +29,19 @@ type Constraints struct {
 
 // Model is one model of a provider.
 type Model struct {
-	ID              string      `yaml:"-"`
-	InputPrice      float64     `yaml:"input_price"`
-	OutputPrice     float64     `yaml:"output_price"`
+	ID string `yaml:"-"`
+	// The price fields are the file's decimal text (currency units per million tokens);
+	// parseCatalog converts them into Prices, exactly.
+	InputPrice      priceText   `yaml:"input_price"`
+	OutputPrice     priceText   `yaml:"output_price"`
+	CacheWritePrice priceText   `yaml:"cache_write_price"`
+	CacheReadPrice  priceText   `yaml:"cache_read_price"`
 	MaxOutputTokens int         `yaml:"max_output_tokens"`
 	Context1M       bool        `yaml:"context_1m"`
 	Constraints     Constraints `yaml:"constraints"`
+	// Prices are set when the entry gives input_price and output_price (K1); a model
+	// without them can be used only by runs without a spending allowance.
+	Prices *money.Prices `yaml:"-"`
 }
 
 // Provider is one provider's model list.
@@ -92,6 +100,11 @@ func parseCatalog(name string, data []byte) (*Catalog, error) {
 			if m.MaxOutputTokens < 0 {
 				return nil, fmt.Errorf("models file %s: providers.%s.models.%s.max_output_tokens: must not be negative", name, pn, id)
 			}
+			prices, err := m.prices()
+			if err != nil {
+				return nil, fmt.Errorf("models file %s: providers.%s.models.%s.%w", name, pn, id, err)
+			}
+			m.Prices = prices
 			p.Models[id] = m
 		}
 	}

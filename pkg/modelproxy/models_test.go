@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/money"
 )
 
 // E2: models live in a data file with an operator override merged on top.
@@ -42,6 +44,12 @@ func TestCatalogOverrideE2(t *testing.T) {
 		{"alias to nothing", "providers:\n  anthropic:\n    aliases: {sonnet: nope}\n", "aliases.sonnet"},
 		{"cheapest unknown", "providers:\n  openai:\n    cheapest: nope\n", "providers.openai.cheapest"},
 		{"negative cap", "providers:\n  openai:\n    models: {x: {max_output_tokens: -1}}\n", "max_output_tokens"},
+		{"float-looking price", "providers:\n  openai:\n    models: {x: {input_price: 1e-3, output_price: 1}}\n", "providers.openai.models.x.input_price"},
+		{"price too fine", "providers:\n  openai:\n    models: {x: {input_price: 0.0000001, output_price: 1}}\n", "providers.openai.models.x.input_price"},
+		{"negative price", "providers:\n  openai:\n    models: {x: {input_price: 1, output_price: -2}}\n", "providers.openai.models.x.output_price"},
+		{"input without output", "providers:\n  openai:\n    models: {x: {input_price: 1}}\n", "providers.openai.models.x.output_price"},
+		{"cache price alone", "providers:\n  openai:\n    models: {x: {cache_read_price: 1}}\n", "providers.openai.models.x.input_price"},
+		{"price as a list", "providers:\n  openai:\n    models: {x: {input_price: [1], output_price: 1}}\n", "price must be a decimal"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := LoadCatalog(write(t, c.yaml))
@@ -55,4 +63,39 @@ func TestCatalogOverrideE2(t *testing.T) {
 			t.Fatal("LoadCatalog(missing) = nil, want error")
 		}
 	})
+	t.Run("prices read exactly, cache prices default to input", func(t *testing.T) {
+		p := write(t, "providers:\n  custom:\n    models:\n      local-1: {input_price: \"0.3\", output_price: 1.000001}\n")
+		c, err := LoadCatalog(p)
+		if err != nil {
+			t.Fatalf("LoadCatalog: %v", err)
+		}
+		up, _ := UpstreamFor("hermes", "https://llm.example/v1")
+		e, err := NewEngine(up, "local-1", c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := money.Prices{Input: 300_000, Output: 1_000_001, CacheWrite: 300_000, CacheRead: 300_000}
+		if got := e.Prices(); got == nil || *got != want {
+			t.Fatalf("custom model prices = %+v, want %+v (K1)", got, want)
+		}
+	})
+}
+
+// K1: every built-in model is priced, with the cache classes where the list has them.
+func TestBuiltinPricesK1(t *testing.T) {
+	c, err := LoadCatalog("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pn, p := range c.Providers {
+		for id, m := range p.Models {
+			if m.Prices == nil || m.Prices.Input <= 0 || m.Prices.Output <= 0 {
+				t.Errorf("%s/%s has no prices: %+v", pn, id, m.Prices)
+			}
+		}
+	}
+	h := c.Providers["anthropic"].Models["claude-haiku-5-5"].Prices
+	if want := (money.Prices{Input: 100_000, Output: 500_000, CacheWrite: 125_000, CacheRead: 10_000}); h == nil || *h != want {
+		t.Fatalf("claude-haiku-5-5 prices = %+v, want %+v", h, want)
+	}
 }

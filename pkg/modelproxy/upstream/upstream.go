@@ -39,7 +39,8 @@ type Upstream struct {
 	Agent string
 	// KeyProvider names the entry of the keys file that holds the key.
 	KeyProvider string
-	// CatalogProvider names the provider in the models catalog ("" for a custom service).
+	// CatalogProvider names the provider in the models catalog: "custom" for a service at
+	// api_base, whose models (and prices, K1) the operator lists in the models override.
 	CatalogProvider string
 	Scheme, Host    string // Host is host[:port]
 	// BasePath replaces the agent-side "/v1" prefix ("/v1" for the fixed upstreams).
@@ -94,7 +95,7 @@ func For(agent, apiBase string) (Upstream, error) {
 		}
 		// Which shape a custom service speaks depends on the service; the path decides per
 		// request and both rule sets apply in full.
-		return Upstream{Agent: agent, KeyProvider: "custom", Scheme: "https", Host: strings.ToLower(u.Host), BasePath: base, Families: []Family{FamilyAnthropic, FamilyOpenAI}}, nil
+		return Upstream{Agent: agent, KeyProvider: "custom", CatalogProvider: "custom", Scheme: "https", Host: strings.ToLower(u.Host), BasePath: base, Families: []Family{FamilyAnthropic, FamilyOpenAI}}, nil
 	case "cursor":
 		return Upstream{}, reasons.New(reasons.AgentUnsupported, "agent cursor")
 	default:

@@ -1,0 +1,71 @@
+package modelproxy
+
+import (
+	"anet.dev/anet/pkg/money"
+)
+
+// Prices returns the pinned model's prices; nil when the models file gives none (K1).
+func (e *Engine) Prices() *money.Prices {
+	if !e.pinned.Known {
+		return nil
+	}
+	return e.pinned.Model.Prices
+}
+
+// outputTokenFields are every field that bounds a request's output (E3).
+var outputTokenFields = []string{"max_tokens", "max_output_tokens", "max_completion_tokens"}
+
+// outputBound is the most output tokens the rewritten request o can generate, for its
+// worst-case cost (K2): the largest output field left after capping (fallbacks[] included),
+// or the cap where none is set. count_tokens generates nothing and costs nothing.
+func (e *Engine) outputBound(api API, o object) int64 {
+	if api == AnthropicCountTokens {
+		return 0
+	}
+	var bound int64
+	found := false
+	take := func(obj object) {
+		for _, k := range outputTokenFields {
+			if n, ok := intField(obj[k]); ok && n > 0 {
+				found = true
+				bound = max(bound, n)
+			}
+		}
+	}
+	take(o)
+	if fb, ok := o["fallbacks"].([]any); ok {
+		for _, f := range fb {
+			if fo, ok := f.(object); ok {
+				take(fo)
+			}
+		}
+	}
+	if !found {
+		return e.cap
+	}
+	return bound
+}
+
+// streamUsage makes a streamed chat completion end with its usage chunk, the only way that
+// API reports a stream's tokens (K1): stream_options.include_usage is set. added tells the
+// proxy that the client did not ask for the chunk, so it is taken out of the stream again: a
+// client that did not ask for it may not expect a chunk without choices.
+func streamUsage(api API, o object, n *notes) (added bool, r *Refusal) {
+	if api != OpenAIChat || o["stream"] != true {
+		return false, nil
+	}
+	so, ok := o["stream_options"].(object)
+	switch {
+	case o["stream_options"] == nil:
+		so = object{}
+		o["stream_options"] = so
+	case !ok:
+		return false, refuse(FieldInvalid, "stream_options must be an object")
+	}
+	if so["include_usage"] == true {
+		return false, nil
+	}
+	so["include_usage"] = true
+	n.add("stream_options.include_usage set (usage chunk kept from the client)")
+	return true, nil
+}
