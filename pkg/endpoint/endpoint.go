@@ -27,6 +27,10 @@ import (
 // SocketName is the endpoint socket's default name inside the run directory.
 const SocketName = "endpoint.sock"
 
+// settleWait bounds how long Close waits for the run's model requests to settle; closing the
+// connections ends them, so it is rarely waited for.
+const settleWait = 5 * time.Second
+
 // maxSocketPath is sun_path's size minus the terminating NUL.
 const maxSocketPath = 107
 
@@ -109,7 +113,8 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 		return nil, fmt.Errorf("open endpoint: %w", err)
 	}
 	proxy, err := modelproxy.New(eng, up, modelproxy.Options{
-		Placeholder: ph, Key: key, Limits: p.Limits.Model, RootCAs: o.RootCAs, Transport: o.Transport, Logger: log,
+		Placeholder: ph, Key: key, Limits: p.Limits.Model, Allowance: p.Allowance,
+		RootCAs: o.RootCAs, Transport: o.Transport, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint: %w", err)
@@ -228,6 +233,9 @@ func (e *Endpoint) Close() error {
 	e.mu.Unlock()
 	err := e.srv.Close()
 	e.ln.closeAll()
+	// The agent can have a whole answer before its handler has metered it: the run's spend
+	// is final only once every request has settled (K1).
+	e.proxy.Finish(settleWait)
 	switch t := e.tunnel.(type) {
 	case interface{ Close() }:
 		t.Close()
@@ -239,7 +247,8 @@ func (e *Endpoint) Close() error {
 		err = rerr
 	}
 	e.removeDir()
-	e.log.Info("endpoint closed", "requests", e.proxy.Usage().Requests)
+	u := e.proxy.Usage()
+	e.log.Info("endpoint closed", "requests", u.Requests, "cost", u.Spend.Cost.String(), "usage_missing", u.Spend.UsageMissing)
 	return err
 }
 

@@ -4,6 +4,8 @@ package endpoint
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,7 +13,10 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // E1, E11, F3 end to end through the unix socket: the agent's request with the placeholder
@@ -74,5 +79,75 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// K1, K2 through the socket: a run loops on streamed requests until its allowance stops it
+// (spend_limit), never past it; a stream still open when the run ends (its wall clock, say)
+// is charged its worst case when the endpoint closes, so ending a run early saves nothing.
+func TestRunStoppedAtAllowanceK2(t *testing.T) {
+	ca, err := testkit.NewCA("api.anthropic.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowance := money.Micros(20_000) // 0.02: under five worst cases (8192 haiku output tokens ≈ 4100 µ)
+	k := loadKeys(t, "anthropic: "+testKey+"\n")
+	e, err := Open(shortDir(t), Policy{RunID: "r-loop", Agent: "claude", Allowance: &allowance}, k, nil, Options{RootCAs: ca.Pool, Logger: quiet})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer e.Close()
+	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
+	defer up.Close()
+	egress.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer egress.AnetTestRedirect("api.anthropic.com:443", "")
+	up.SetUsage(modelproxytest.Usage{Input: 2000, Output: 3000}) // 200 + 1500 = 1700 µ a stream
+
+	c := unixClient(e.SocketPath())
+	h := http.Header{"X-Api-Key": {e.Placeholder()}}
+	const body = `{"model":"haiku","max_tokens":8192,"stream":true,"messages":[{"role":"user","content":"go on"}]}`
+	var ok int
+	var last string
+	for i := 0; i < 60; i++ {
+		resp, b := call(t, c, "POST", "/v1/messages", h, body)
+		if resp.StatusCode != 200 {
+			last = b
+			break
+		}
+		ok++
+	}
+	if !strings.Contains(last, "anet: "+reasons.Text(modelproxy.SpendLimit)) {
+		t.Fatalf("after %d streams the loop ended with %q, want spend_limit", ok, last)
+	}
+	u := e.Usage().Model
+	if u.Refusals[modelproxy.SpendLimit] != 1 || u.Spend.Cost > allowance || u.Spend.Responses != int64(ok) || ok < 4 {
+		t.Fatalf("usage %+v after %d streams: want one spend_limit, spend within %s", u, ok, allowance)
+	}
+
+	// One more stream, held open by the upstream, when the run ends.
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{})
+	up.SetStream(func(w http.ResponseWriter, f http.Flusher) {
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n")
+		f.Flush()
+		close(started)
+		<-release
+	})
+	before := e.Usage().Model.Spend
+	small := `{"model":"haiku","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"x"}]}`
+	go func() {
+		req, _ := http.NewRequest("POST", "http://endpoint/v1/messages", strings.NewReader(small))
+		req.Header.Set("X-Api-Key", e.Placeholder())
+		if resp, err := c.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	e.Close()
+	after := e.Usage().Model.Spend
+	if after.UsageMissing != before.UsageMissing+1 || after.Responses != before.Responses+1 || after.Cost <= before.Cost {
+		t.Fatalf("spend before %+v, after the run ended mid-stream %+v: want the open stream charged its estimate", before, after)
 	}
 }

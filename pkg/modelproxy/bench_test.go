@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"anet.dev/anet/pkg/keys"
 )
 
 // BenchmarkModelRequestLatency measures the latency the model proxy adds per request (make
@@ -100,17 +102,36 @@ func BenchmarkModelRequestLatency(b *testing.B) {
 }
 
 // BenchmarkStreamEventDelay measures how long an SSE event takes from the upstream's write to
-// the agent's read, through the proxy and, as the baseline in the same run, reading the fake
-// upstream directly. Reported: p50/p99 per-event delay of each in µs and the p50 ratio.
+// the agent's read, through the proxy and, as baselines in the same run, reading the fake
+// upstream directly and through the same proxy with metering off (the body not read for
+// usage, as before K1). Reported: p50/p99 per-event delay of each in µs, what metering adds
+// at p50 and p99, and the p50 ratios.
 func BenchmarkStreamEventDelay(b *testing.B) {
 	h := newHarness(b, "claude", "", Limits{})
 	h.proxy.limits = Limits{Requests: 1 << 40, BodyBytes: 8 << 20, TotalBytes: 1 << 50}
+	up, _ := UpstreamFor("claude", "")
+	bare, err := New(h.proxy.eng, up, Options{Placeholder: h.ph, Key: keys.NewSecret(h.key), RootCAs: h.upRoots})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare.limits, bare.log, bare.unmetered = h.proxy.limits, h.proxy.log, true
+	bareFront := httptest.NewServer(bare)
+	defer bareFront.Close()
 	const events = 20
 	sent := make(chan time.Time, events)
 	h.up.SetStream(func(w http.ResponseWriter, f http.Flusher) {
+		// A stream as api.anthropic.com sends it: usage in the first and last events, text
+		// deltas between; every event is timed.
 		for i := 0; i < events; i++ {
 			sent <- time.Now()
-			fmt.Fprintf(w, "event: content_block_delta\ndata: {\"i\":%d}\n\n", i)
+			switch i {
+			case 0:
+				fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1200,\"cache_read_input_tokens\":40000,\"output_tokens\":1}}}\n\n")
+			case events - 1:
+				fmt.Fprint(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":380}}\n\n")
+			default:
+				fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"word %d of a streamed answer, about as long as a real delta\"}}\n\n", i)
+			}
 			f.Flush()
 			time.Sleep(200 * time.Microsecond) // keep events apart so each is its own read
 		}
@@ -144,13 +165,23 @@ func BenchmarkStreamEventDelay(b *testing.B) {
 	}
 	directHdr := http.Header{"X-Api-Key": {h.key}, "Accept-Encoding": {"identity"}, "Content-Type": {"application/json"}}
 	proxHdr := http.Header{"Authorization": {"Bearer " + h.ph}, "Content-Type": {"application/json"}}
-	var dDirect, dAnet []time.Duration
+	var dDirect, dAnet, dBare []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		dDirect = append(dDirect, stream(direct, "https://api.anthropic.com/v1/messages", directHdr, pinned)...)
-		dAnet = append(dAnet, stream(client, h.front.URL+"/v1/messages", proxHdr, pinned)...)
+		// The two proxies alternate which goes first, so that order does not favour one.
+		if i%2 == 0 {
+			dBare = append(dBare, stream(client, bareFront.URL+"/v1/messages", proxHdr, pinned)...)
+			dAnet = append(dAnet, stream(client, h.front.URL+"/v1/messages", proxHdr, pinned)...)
+		} else {
+			dAnet = append(dAnet, stream(client, h.front.URL+"/v1/messages", proxHdr, pinned)...)
+			dBare = append(dBare, stream(client, bareFront.URL+"/v1/messages", proxHdr, pinned)...)
+		}
 	}
 	b.StopTimer()
+	if s := h.proxy.Usage().Spend; s.Responses == 0 || s.UsageMissing != 0 {
+		b.Fatalf("metered proxy spend %+v: the benchmark must meter every stream", s)
+	}
 	pct := func(ds []time.Duration, p float64) float64 {
 		s := slices.Clone(ds)
 		slices.Sort(s)
@@ -160,5 +191,10 @@ func BenchmarkStreamEventDelay(b *testing.B) {
 	b.ReportMetric(pct(dDirect, 0.99), "direct-event-p99-µs")
 	b.ReportMetric(pct(dAnet, 0.5), "anet-event-p50-µs")
 	b.ReportMetric(pct(dAnet, 0.99), "anet-event-p99-µs")
+	b.ReportMetric(pct(dBare, 0.5), "unmetered-event-p50-µs")
+	b.ReportMetric(pct(dBare, 0.99), "unmetered-event-p99-µs")
+	b.ReportMetric(pct(dAnet, 0.5)-pct(dBare, 0.5), "metering-added-p50-µs")
+	b.ReportMetric(pct(dAnet, 0.99)-pct(dBare, 0.99), "metering-added-p99-µs")
 	b.ReportMetric(pct(dAnet, 0.5)/pct(dDirect, 0.5), "ratio-event-p50")
+	b.ReportMetric(pct(dAnet, 0.5)/pct(dBare, 0.5), "ratio-metered-vs-unmetered-p50")
 }

@@ -72,6 +72,12 @@ type Decision struct {
 	Body    []byte
 	// Notes lists the normalisations applied, for the per-request log line.
 	Notes []string
+	// MaxOutput bounds the output tokens of the rewritten request (E3): with the body's size
+	// it gives the request's worst-case cost (K2). 0 for requests that generate nothing.
+	MaxOutput int64
+	// UsageAdded: the node asked a streamed chat completion for its usage chunk, which the
+	// client did not ask for and must not receive (K1).
+	UsageAdded bool
 }
 
 // ErrorBody renders r in the upstream API's error shape.

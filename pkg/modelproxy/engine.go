@@ -131,10 +131,14 @@ func (e *Engine) Apply(api API, h http.Header, body []byte) Decision {
 		hdr = baseHeaders(h)
 		r = e.openAIBody(api, o, &n)
 	}
+	if r == nil {
+		d.UsageAdded, r = streamUsage(api, o, &n)
+	}
 	if r != nil {
 		d.Refusal = r
 		return d
 	}
+	d.MaxOutput = e.outputBound(api, o)
 	out, err := encodeObject(o)
 	if err != nil {
 		d.Refusal = refuse(FieldInvalid, "body cannot be re-encoded")

@@ -41,7 +41,8 @@ func randHex(t testing.TB, n int) string {
 
 // newHarness starts a fake upstream for agent's provider host, redirects the proxy's dialer to
 // it (anettest hook, after every rule ran), and serves the proxy on a loopback HTTP server.
-func newHarness(t testing.TB, agent, model string, lim Limits) *harness {
+// opts change the proxy's options (an allowance).
+func newHarness(t testing.TB, agent, model string, lim Limits, opts ...func(*Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, key: "sk-operator-" + randHex(t, 16), ph: randHex(t, 32), logs: &modelproxytest.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
@@ -60,10 +61,14 @@ func newHarness(t testing.TB, agent, model string, lim Limits) *harness {
 	})
 	egress.AnetTestRedirect(up.Addr(), h.up.Addr())
 	t.Cleanup(func() { egress.AnetTestRedirect(up.Addr(), "") })
-	p, err := New(e, up, Options{
+	o := Options{
 		Placeholder: h.ph, Key: keys.NewSecret(h.key), Limits: lim, RootCAs: ca.Pool,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	p, err := New(e, up, o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -27,6 +28,8 @@ type Usage struct {
 	// BytesToAgent counts response body bytes sent back to the agent.
 	BytesToAgent int64                  `json:"bytes_to_agent"`
 	Refusals     map[reasons.Code]int64 `json:"refusals"`
+	// Spend is the run's metered tokens and cost (K1).
+	Spend money.Spend `json:"spend"`
 }
 
 type counters struct {

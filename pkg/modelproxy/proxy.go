@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -37,6 +39,9 @@ type Options struct {
 	Key keys.Secret
 	// Limits default to R1's figures for each zero field.
 	Limits Limits
+	// Allowance is the run's spending allowance in micro-units (K2); nil means none (the
+	// run is metered, never refused for spend). A non-nil allowance needs a priced model.
+	Allowance *money.Micros
 	// RootCAs verifies the upstream; nil means the system store (SSL_CERT_FILE works).
 	RootCAs *x509.CertPool
 	// Transport overrides NewTransport(RootCAs); nil means that transport.
@@ -55,6 +60,9 @@ type Proxy struct {
 	log    *slog.Logger
 	rp     *httputil.ReverseProxy
 	c      counters
+	meter  *meter
+	// unmetered leaves response bodies unread (benchmarks measure what reading costs).
+	unmetered bool
 }
 
 type stateKey struct{}
@@ -64,6 +72,10 @@ type reqState struct {
 	d     Decision
 	path  string
 	query string
+	usage *usageState
+	// cw is the agent's side, reader what meters the answer (set for a 2xx answer).
+	cw     *countingWriter
+	reader *usageReader
 }
 
 // New builds the proxy for one run.
@@ -77,7 +89,14 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 	if err := o.Limits.Check("limits."); err != nil {
 		return nil, fmt.Errorf("model proxy: %w", err)
 	}
-	p := &Proxy{eng: e, up: up, ph: []byte(o.Placeholder), key: o.Key, limits: o.Limits.WithDefaults(), log: o.Logger}
+	if o.Allowance != nil && (*o.Allowance < 0 || e.Prices() == nil) {
+		if *o.Allowance < 0 {
+			return nil, fmt.Errorf("model proxy: allowance %d is negative", *o.Allowance)
+		}
+		return nil, reasons.New(ModelUnpriced, "model "+e.Model())
+	}
+	m := newMeter(e.Model(), e.Prices(), o.Allowance)
+	p := &Proxy{eng: e, up: up, ph: []byte(o.Placeholder), key: o.Key, limits: o.Limits.WithDefaults(), log: o.Logger, meter: m}
 	if p.log == nil {
 		p.log = slog.Default()
 	}
@@ -89,7 +108,7 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 		Rewrite:        p.rewrite,
 		Transport:      tr,
 		FlushInterval:  -1,
-		ModifyResponse: stripResponseHeaders,
+		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.upstreamError,
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 	}
@@ -97,7 +116,15 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 }
 
 // Usage returns the run's model traffic so far.
-func (p *Proxy) Usage() Usage { return p.c.snapshot() }
+func (p *Proxy) Usage() Usage {
+	u := p.c.snapshot()
+	u.Spend = p.meter.snapshot()
+	return u
+}
+
+// Finish makes the run's spend final once its server has stopped: it waits up to wait for
+// the requests still in flight to settle; any that has not is charged its worst case (K1).
+func (p *Proxy) Finish(wait time.Duration) { p.meter.finish(wait) }
 
 // Limits returns the limits in force.
 func (p *Proxy) Limits() Limits { return p.limits }
@@ -168,10 +195,32 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 		return api, d.Refusal, d.Notes, n
 	}
 	upPath, q := p.eng.UpstreamPath(api, r.URL.RawQuery)
-	st := &reqState{d: d, path: upPath, query: q}
+	st := &reqState{d: d, path: upPath, query: q, usage: &usageState{}, cw: w}
+	if api != AnthropicCountTokens { // counting tokens is free
+		// K2: the request's worst case is reserved before it leaves, and settled on what its
+		// response reports when it ends, however it ends (the proxy aborts a broken stream
+		// by panicking, so the settling is deferred).
+		worst := p.meter.worstCase(len(d.Body), d.MaxOutput)
+		if ref := p.meter.reserve(worst, len(d.Body), d.MaxOutput); ref != nil {
+			return api, ref, d.Notes, n
+		}
+		defer func() {
+			w.tap = nil
+			if st.reader != nil {
+				st.reader.end() // what came last: a JSON answer, an event without its blank line
+			}
+			p.meter.settle(worst, st.usage.outcome())
+		}()
+	}
+	// Once the transport has a connection the request may reach the upstream; the moment it
+	// is fully written is not reported reliably when the agent hangs up, so having had a
+	// connection is what makes a request billable.
+	ctx := httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { st.usage.sent.Store(true) },
+	})
 	p.c.forwarded.Add(1)
 	p.c.upstream.Add(int64(len(d.Body)))
-	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, stateKey{}, st)))
 	return api, nil, d.Notes, n
 }
 
@@ -217,9 +266,13 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 // Response headers that name the operator's account are not the agent's business.
 var strippedResponseHeaders = []string{"Set-Cookie", "Anthropic-Organization-Id", "Openai-Organization", "Openai-Project", "Alt-Svc"}
 
-func stripResponseHeaders(resp *http.Response) error {
+// modifyResponse strips the account headers and meters the body (K1).
+func (p *Proxy) modifyResponse(resp *http.Response) error {
 	for _, h := range strippedResponseHeaders {
 		resp.Header.Del(h)
+	}
+	if st, ok := resp.Request.Context().Value(stateKey{}).(*reqState); ok && !p.unmetered {
+		meterBody(resp, st)
 	}
 	return nil
 }
@@ -251,6 +304,8 @@ type countingWriter struct {
 	total  *atomic.Int64
 	n      int64
 	status int
+	// tap, when set, reads what was written once the agent has it (K1: metering).
+	tap func([]byte)
 }
 
 func (c *countingWriter) WriteHeader(s int) {
@@ -267,6 +322,11 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(b)
 	c.n += int64(n)
 	c.total.Add(int64(n))
+	if c.tap != nil {
+		// The agent gets the bytes first; the proxy's own flush after this finds nothing.
+		c.Flush()
+		c.tap(b[:n])
+	}
 	return n, err
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy/upstream"
+	"anet.dev/anet/pkg/money"
 )
 
 // Limits are the endpoint's share of R1. Zero fields take R1's figures; larger values are
@@ -29,6 +30,10 @@ type Policy struct {
 	// Allow is the egress allow-list, checked by the tunnel handler's own validation.
 	Allow  []string `json:"allow,omitempty"`
 	Limits Limits   `json:"limits"`
+	// Allowance is what the run may spend on the model in micro-units (K2): what is left of
+	// the day's and the peer's caps when the run starts. nil: no allowance (trusted runs are
+	// metered, never stopped for spend).
+	Allowance *money.Micros `json:"allowance_micros,omitempty"`
 }
 
 var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -40,6 +45,9 @@ func (p Policy) Validate() error {
 	}
 	if _, err := upstream.For(p.Agent, p.APIBase); err != nil {
 		return fmt.Errorf("policy agent %q: %w", p.Agent, err)
+	}
+	if p.Allowance != nil && *p.Allowance < 0 {
+		return fmt.Errorf("policy allowance_micros = %d: must not be negative", *p.Allowance)
 	}
 	if err := p.Limits.Model.Check("policy limits.model."); err != nil {
 		return err

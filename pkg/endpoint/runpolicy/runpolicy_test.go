@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/money"
 )
+
+func ptr[T any](v T) *T { return &v }
 
 func TestPolicyValidateAndJSON(t *testing.T) {
 	for _, c := range []struct {
@@ -24,6 +27,8 @@ func TestPolicyValidateAndJSON(t *testing.T) {
 		{"raise requests", Policy{RunID: "r", Agent: "claude", Limits: Limits{Model: limits.Model{Requests: 61}}}, "limits.model.requests"},
 		{"raise connections", Policy{RunID: "r", Agent: "claude", Limits: Limits{Connections: 33}}, "limits.connections"},
 		{"negative body", Policy{RunID: "r", Agent: "claude", Limits: Limits{Model: limits.Model{BodyBytes: -1}}}, "limits.model.body_bytes"},
+		{"negative allowance", Policy{RunID: "r", Agent: "claude", Allowance: ptr(money.Micros(-1))}, "allowance_micros"},
+		{"zero allowance", Policy{RunID: "r", Agent: "claude", Allowance: ptr(money.Micros(0))}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.p.Validate()

@@ -35,6 +35,7 @@ type Upstream struct {
 	models map[string]int // id → max output tokens
 	// stream, when set, serves SSE responses of /v1/messages with stream:true.
 	stream   func(w http.ResponseWriter, f http.Flusher)
+	usage    Usage
 	requests []Recorded
 	problems []string
 }
@@ -61,7 +62,7 @@ var fakeKnownBetas = map[string]bool{
 // the operator's key it demands, placeholder the run token that must never arrive, pinned the
 // only model it accepts as correct.
 func NewUpstream(ca *testkit.CA, key, placeholder, pinned string) *Upstream {
-	f := &Upstream{key: key, placeholder: placeholder, pinned: pinned, models: map[string]int{
+	f := &Upstream{key: key, placeholder: placeholder, pinned: pinned, usage: Usage{Input: 3, Output: 1}, models: map[string]int{
 		"claude-opus-5-5": 128000, "claude-sonnet-5-5": 64000, "claude-haiku-5-5": 64000,
 		"gpt-6": 128000, "gpt-6-mini": 128000, "gpt-6-luna": 64000,
 	}}
@@ -95,6 +96,19 @@ func (f *Upstream) SetStream(fn func(w http.ResponseWriter, fl http.Flusher)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stream = fn
+}
+
+// SetUsage sets the usage every later answer reports (K1), in each API's own shape.
+func (f *Upstream) SetUsage(u Usage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.usage = u
+}
+
+func (f *Upstream) currentUsage() Usage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.usage
 }
 
 // ForgetModels makes the fake know no model, so that it answers 404 like the API does.
@@ -286,10 +300,15 @@ func (f *Upstream) anthropic(w http.ResponseWriter, r *http.Request, o map[strin
 		stream(w, w.(http.Flusher))
 		return
 	}
+	u := f.currentUsage()
+	if o["stream"] == true {
+		f.anthropicStream(w, u)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Anthropic-Organization-Id", "org-secret-id")
 	w.Header().Set("Request-Id", "req_1")
-	fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`, f.pinned)
+	fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn"%s}`, f.pinned, u.anthropic(true))
 }
 
 func (f *Upstream) openai(w http.ResponseWriter, r *http.Request, o map[string]any) {
@@ -301,6 +320,11 @@ func (f *Upstream) openai(w http.ResponseWriter, r *http.Request, o map[string]a
 			f.problem("%s: %s %d above the cap", r.URL.Path, k, n)
 		}
 	}
+	u := f.currentUsage()
+	if o["stream"] == true && (r.URL.Path == "/v1/responses" || r.URL.Path == "/v1/chat/completions") {
+		f.openaiStream(w, r.URL.Path, o, u)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Openai-Organization", "org-secret")
 	switch r.URL.Path {
@@ -308,11 +332,11 @@ func (f *Upstream) openai(w http.ResponseWriter, r *http.Request, o map[string]a
 		if _, ok := o["max_output_tokens"]; !ok {
 			f.problem("responses without max_output_tokens")
 		}
-		fmt.Fprintf(w, `{"id":"resp_1","object":"response","model":%q,"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}]}`, f.pinned)
+		fmt.Fprintf(w, `{"id":"resp_1","object":"response","model":%q,"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}]%s}`, f.pinned, u.responses())
 	case "/v1/responses/compact":
-		io.WriteString(w, `{"id":"cmp_1","object":"response.compaction","output":[]}`)
+		fmt.Fprintf(w, `{"id":"cmp_1","object":"response.compaction","output":[]%s}`, u.responses())
 	case "/v1/chat/completions":
-		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"hello"}}]}`, f.pinned)
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"hello"}}]%s}`, f.pinned, u.chat())
 	default:
 		apiError(w, false, 404, "invalid_request_error", "unknown path")
 	}
