@@ -79,7 +79,7 @@ func (s *server) complete(ctx context.Context, in completion.Request) (completio
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}
-	proxy, err := modelproxy.New(eng, up, modelproxy.Options{Placeholder: ph, Key: key, RootCAs: completeRootCAs, Logger: s.log.With("run", in.RunID, "backend", "openai")})
+	proxy, err := modelproxy.New(eng, up, modelproxy.Options{Placeholder: ph, Key: key, Allowance: in.Allowance, RootCAs: completeRootCAs, Logger: s.log.With("run", in.RunID, "backend", "openai")})
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}
@@ -100,12 +100,23 @@ func (s *server) complete(ctx context.Context, in completion.Request) (completio
 	r.Header.Set("Authorization", "Bearer "+ph)
 	w := &replyRecorder{header: http.Header{}, max: maxCompletionReply}
 	proxy.ServeHTTP(w, r)
+	// The call is metered like an agent's requests (K1); the reply carries its cost, also
+	// when the model gave no answer.
+	proxy.Finish(0)
+	spend := proxy.Usage().Spend
 	status := w.status
 	if status == 0 {
 		status = http.StatusOK
 	}
+	if code := reasons.Code(w.header.Get("X-Anet-Reason")); code == modelproxy.SpendLimit {
+		// Refused before it left: the task cannot be answered within today's caps (K2).
+		return completion.Reply{}, fmt.Errorf("complete: %w", reasons.New(code, reasons.Clip(strings.TrimSpace(w.body.String()), 300)))
+	}
+	failed := func(format string, args ...any) (completion.Reply, error) {
+		return completion.Reply{Model: eng.Model(), Status: status, Spend: &spend, Failed: fmt.Sprintf(format, args...)}, nil
+	}
 	if status != http.StatusOK {
-		return completion.Reply{Model: eng.Model(), Status: status}, fmt.Errorf("complete: upstream answered %d: %s", status, reasons.Clip(strings.TrimSpace(w.body.String()), 300))
+		return failed("complete: upstream answered %d: %s", status, reasons.Clip(strings.TrimSpace(w.body.String()), 300))
 	}
 	var out struct {
 		Choices []struct {
@@ -115,12 +126,12 @@ func (s *server) complete(ctx context.Context, in completion.Request) (completio
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(w.body.Bytes(), &out); err != nil {
-		return completion.Reply{Model: eng.Model(), Status: status}, fmt.Errorf("complete: upstream answer is not a chat completion: %w", err)
+		return failed("complete: upstream answer is not a chat completion: %v", err)
 	}
 	if len(out.Choices) == 0 {
-		return completion.Reply{Model: eng.Model(), Status: status}, errors.New("complete: upstream answer has no choice")
+		return failed("complete: upstream answer has no choice")
 	}
-	return completion.Reply{Text: out.Choices[0].Message.Content, Model: eng.Model(), Status: status}, nil
+	return completion.Reply{Text: out.Choices[0].Message.Content, Model: eng.Model(), Status: status, Spend: &spend}, nil
 }
 
 // replyRecorder collects the proxy's answer in memory, up to max bytes.

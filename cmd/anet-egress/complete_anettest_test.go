@@ -11,6 +11,8 @@ import (
 	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // P3, E2, E3, E6, E1: one chat completion through the model proxy: the pinned model, the cap,
@@ -58,5 +60,40 @@ func TestCompleteThroughProxy(t *testing.T) {
 				t.Fatalf("upstream problems: %v", p)
 			}
 		})
+	}
+}
+
+// K1, K2: the openai back-end's call is metered like an agent's request (the reply carries
+// usage × price) and held to its allowance: a call whose worst case does not fit is refused
+// with spend_limit before it leaves.
+func TestCompleteMeteredK1K2(t *testing.T) {
+	ca, err := testkit.NewCA("api.openai.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	completeRootCAs = ca.Pool
+	t.Cleanup(func() { completeRootCAs = nil })
+	const key = "sk-complete-metered-3c9a"
+	up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", "gpt-6-luna")
+	defer up.Close()
+	up.SetUsage(modelproxytest.Usage{Input: 1000, CacheRead: 500, Output: 2000, Reasoning: 300})
+	egress.AnetTestRedirect("api.openai.com:443", up.Addr())
+	defer egress.AnetTestRedirect("api.openai.com:443", "")
+	s := testServer(t, "openai: "+key+"\n")
+
+	// gpt-6-luna: 1000×0.10 + 500×0.01 + 2000×0.50 = 100 + 5 + 1000 = 1105 µ.
+	enough := money.Micros(1_000_000)
+	rep, err := s.complete(context.Background(), completion.Request{RunID: "r1", Task: "say hi", Allowance: &enough})
+	if err != nil || rep.Text != "hello" || rep.Spend == nil || rep.Spend.Cost != 1105 || rep.Spend.Tokens.Reasoning != 300 {
+		t.Fatalf("complete = %+v (spend %+v), %v, want hello costing 1105 µ", rep, rep.Spend, err)
+	}
+	// The worst case of this call is 8192 output tokens at 0.50 = 4096 µ and more.
+	tight := money.Micros(4096)
+	_, err = s.complete(context.Background(), completion.Request{RunID: "r2", Task: "say hi", Allowance: &tight})
+	if err == nil || !strings.Contains(err.Error(), string(reasons.SpendLimit)) {
+		t.Fatalf("complete with allowance %s = %v, want spend_limit", tight, err)
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Fatalf("upstream requests = %d, want 1: the refused call must not leave", n)
 	}
 }

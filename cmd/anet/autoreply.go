@@ -20,7 +20,8 @@ import (
 var autoReplyKeys = []string{
 	"backend", "agent", "trusted", "untrusted", "model", "api_base", "api_timeout_seconds",
 	"work_dir", "work_retention", "egress_allow",
-	"sandbox.runs_per_day", "sandbox.runs_per_peer_per_day", "sandbox.memory_max", "sandbox.tasks_max", "sandbox.disk_max",
+	"sandbox.runs_per_day", "sandbox.runs_per_peer_per_day", "sandbox.spend_per_day", "sandbox.spend_per_peer_per_day",
+	"sandbox.memory_max", "sandbox.tasks_max", "sandbox.disk_max",
 }
 
 func autoReplyCommand() *cli.Command {

@@ -79,6 +79,7 @@ func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Bud
 	for _, r := range ar.Active {
 		fmt.Fprintf(w, "  run %s\t%s %s (%s) since %s\n", r.Run, r.Peer, r.Interaction, r.Route, r.Started.Local().Format("15:04:05"))
 	}
+	printSpend(w, b.Spend)
 	sb := ar.Sandbox
 	switch {
 	case !sb.Probed:
@@ -90,5 +91,15 @@ func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Bud
 	}
 	for _, r := range ar.Reasons {
 		fmt.Fprintf(w, "reason:\t%s x%d: %s\n", r.Code, r.Count, r.Text)
+	}
+}
+
+// printSpend shows today's model spend of untrusted runs against the caps (K2), in the price
+// list's currency.
+func printSpend(w io.Writer, s control.SpendBudget) {
+	fmt.Fprintf(w, "spend:\t%s of %s spent today by untrusted runs, %s in flight, %s left (%s per peer)\n",
+		s.Spent, s.PerDay, s.InFlight, s.Left, s.PerPeerPerDay)
+	for _, p := range s.Peers {
+		fmt.Fprintf(w, "  peer %s\tspent %s, in flight %s, left %s\n", p.Peer, p.Spent, p.InFlight, p.Left)
 	}
 }

@@ -138,6 +138,9 @@ func printInteraction(it control.Interaction) {
 			fmt.Println(line)
 		}
 	}
+	for _, r := range it.Runs {
+		fmt.Println(runLine(r))
+	}
 	for _, d := range it.Delivery {
 		line := fmt.Sprintf("delivery of %s %s: %s after %d attempt(s)", d.Type, d.MsgID, d.State, d.Attempts)
 		if d.LastError != "" {
@@ -178,4 +181,26 @@ func oneLine(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// runLine shows one run of a received task with its tokens and cost (K1).
+func runLine(r control.Run) string {
+	counted := "not counted"
+	if r.Counted {
+		counted = "counted"
+	}
+	line := fmt.Sprintf("run %s (%s, %s, %s)", r.Run, r.Route, counted, r.At.Local().Format(time.RFC3339))
+	if !r.Metered {
+		return line + ": not metered (its model calls did not go through the node)"
+	}
+	t := r.Tokens
+	line += fmt.Sprintf(": model %s; tokens %d input, %d output (%d reasoning), %d cache write, %d cache read; cost %s",
+		r.Model, t.Input, t.Output, t.Reasoning, t.CacheWrite, t.CacheRead, r.Cost)
+	if r.UsageMissing > 0 {
+		line += fmt.Sprintf(" (%d response(s) without usage charged the estimate)", r.UsageMissing)
+	}
+	if r.SpendUnknown {
+		line += " (usage unavailable: the whole allowance is counted)"
+	}
+	return line
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/store"
 )
 
@@ -33,6 +34,22 @@ func DayBounds(t time.Time) (start, end time.Time) {
 type Ledger struct {
 	Store  *store.Store
 	Signer store.Signer
+}
+
+// Spent returns what the counted runs in [from, to) cost, all peers when peer is "" (K2).
+func (l Ledger) Spent(ctx context.Context, peer string, from, to time.Time) (money.Micros, error) {
+	n, err := l.Store.Sum(ctx, store.CountFilter{Kinds: []string{KindRunCounted}, Peer: peer, From: from, To: to}, detailCost)
+	return money.Micros(n), err
+}
+
+// SpentByPeer returns what the counted runs in [from, to) cost, per peer.
+func (l Ledger) SpentByPeer(ctx context.Context, from, to time.Time) (map[string]money.Micros, error) {
+	m, err := l.Store.SumByPeer(ctx, store.CountFilter{Kinds: []string{KindRunCounted}, From: from, To: to}, detailCost)
+	out := make(map[string]money.Micros, len(m))
+	for p, v := range m {
+		out[p] = money.Micros(v)
+	}
+	return out, err
 }
 
 // Counted returns the counted runs in [from, to), all peers when peer is "".
@@ -69,7 +86,7 @@ func (l Ledger) Completed(ctx context.Context, peer, interaction string, counted
 		return err
 	}
 	if counted {
-		if err := appendCounted(ctx, l, tx, peer, interaction, details["run"]); err != nil {
+		if err := appendCounted(ctx, l, tx, peer, interaction, details); err != nil {
 			return err
 		}
 	}
@@ -79,7 +96,15 @@ func (l Ledger) Completed(ctx context.Context, peer, interaction string, counted
 	return nil
 }
 
-func appendCounted(ctx context.Context, l Ledger, tx *sql.Tx, peer, interaction string, run any) error {
-	_, err := l.Store.AppendTx(ctx, tx, l.Signer, store.EntryInput{Kind: KindRunCounted, Peer: peer, Interaction: interaction, Details: map[string]any{"run": run}})
+// appendCounted records the counted run with its tokens and cost, the day's budget entries
+// (B5, K1): the sum of their cost_micros is the day's spend.
+func appendCounted(ctx context.Context, l Ledger, tx *sql.Tx, peer, interaction string, details map[string]any) error {
+	d := map[string]any{"run": details["run"]}
+	for _, k := range countedSpendKeys {
+		if v, ok := details[k]; ok {
+			d[k] = v
+		}
+	}
+	_, err := l.Store.AppendTx(ctx, tx, l.Signer, store.EntryInput{Kind: KindRunCounted, Peer: peer, Interaction: interaction, Details: d})
 	return err
 }

@@ -130,7 +130,9 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("auto-reply engine: %w", err)
 	}
 	e := &Engine{o: o, log: o.Log.With("component", "autoreply"), active: map[string]ActiveRun{}, events: map[reasons.Code]*Event{}}
-	e.sched = NewScheduler(Limits{PerDay: o.Config.Sandbox.RunsPerDay, PerPeer: o.Config.Sandbox.RunsPerPeerPerDay}, o.Ledger, o.Now)
+	sb := o.Config.Sandbox
+	e.sched = NewScheduler(Limits{PerDay: sb.RunsPerDay, PerPeer: sb.RunsPerPeerPerDay,
+		Spend: &SpendCaps{PerDay: sb.SpendPerDay, PerPeer: sb.SpendPerPeerPerDay}}, o.Ledger, o.Now)
 	return e, nil
 }
 
@@ -158,7 +160,7 @@ func (e *Engine) HandleTask(ctx context.Context, t peer.Task, r peer.Responder) 
 		}
 		defer ticket.Release()
 	}
-	e.turn(ctx, log, t, r, d)
+	e.turn(ctx, log, t, r, d, ticket.Allowance())
 }
 
 // admit waits for a slot and budget; false means the task was refused, held or ctx ended.
@@ -177,6 +179,10 @@ func (e *Engine) admit(ctx context.Context, log *slog.Logger, t peer.Task, r pee
 		case Hold:
 			e.note(BudgetZero, "")
 			log.Info("task left in the inbox: run budget is 0", "code", BudgetZero)
+			return nil, false
+		case HoldSpend:
+			e.note(SpendZero, "")
+			log.Info("task left in the inbox: spend cap is 0", "code", SpendZero)
 			return nil, false
 		case Spent:
 			e.note(reasons.Budget, "")
@@ -212,7 +218,12 @@ func (e *Engine) refuse(ctx context.Context, log *slog.Logger, t peer.Task, r pe
 	if err := e.o.Ledger.Refused(ctx, t.Peer, t.Interaction, map[string]any{"code": refusal, "reason": code, "detail": detail}); err != nil {
 		log.Error("evidence: turn_refused", "err", err)
 	}
-	if err := r.Refuse(ctx, t.Peer, t.Interaction, refusal, time.Time{}); err != nil {
+	var until time.Time
+	if refusal == reasons.Budget {
+		// A turn refused for its spend (K2) waits for the day's end like a spent budget (B4).
+		_, until = DayBounds(e.o.Now())
+	}
+	if err := r.Refuse(ctx, t.Peer, t.Interaction, refusal, until); err != nil {
 		log.Error("refuse", "code", refusal, "err", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"anet.dev/anet/pkg/agents"
 	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
@@ -25,8 +26,9 @@ import (
 const SandboxPort = 8080
 
 // execTurn runs the configured agent for t: in the sandbox (route sandbox) or as the
-// operator (route direct). started is called right before the agent starts.
-func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, route Route, started func(), tr tracer) outcome {
+// operator (route direct). started is called right before the agent starts. A sandboxed run's
+// endpoint holds it to allowance (K2; nil: no allowance).
+func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, route Route, allowance *money.Micros, started func(), tr tracer) outcome {
 	c := e.o.Config
 	sandboxed := route == RouteSandbox
 	stage := "agent"
@@ -72,7 +74,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 		}
 		stage = "endpoint"
 		rs.Mode, rs.WorkRoot, rs.Hidden, rs.Port = sandbox.ModeSandbox, e.o.Dirs.SandboxWork, e.o.Dirs.Hidden, SandboxPort
-		ep, err := e.o.Endpoints.Open(ctx, runpolicy.Policy{RunID: run, Agent: string(c.Agent), APIBase: c.APIBase, Model: c.Model, Allow: c.EgressAllow})
+		ep, err := e.o.Endpoints.Open(ctx, runpolicy.Policy{RunID: run, Agent: string(c.Agent), APIBase: c.APIBase, Model: c.Model, Allow: c.EgressAllow, Allowance: allowance})
 		if err != nil {
 			return fail(codeOf(err), err.Error())
 		}
@@ -127,7 +129,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 		"exit_code": res.Outcome.ExitCode, "limit": res.Outcome.Limit, "cgroup": res.Outcome.Cgroup, "mode": rs.Mode,
 	}}
 	// Filled in by the deferred endpoint close, before the caller reads it.
-	out.usage = &usage
+	out.usage, out.metered = &usage, sandboxed
 	ans, code, detail := answerOf(res, workDir, launch, params.Placeholder)
 	stage = "answer"
 	if code != "" {

@@ -1,6 +1,7 @@
 package autoreply
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -31,4 +32,18 @@ func newAID(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return id.AID()
+}
+
+// admitWant asks s to admit a task of peer and checks the verdict: budget refusals carry the
+// day's end, nothing else does.
+func admitWant(t *testing.T, s *Scheduler, peer string, want Verdict) *Ticket {
+	t.Helper()
+	tk, v, until, err := s.Admit(context.Background(), peer)
+	if err != nil || v != want {
+		t.Fatalf("Admit = %v, %v, want %v", v, err, want)
+	}
+	if (v == Spent) == until.IsZero() {
+		t.Fatalf("Admit = %v with until %v: budget refusals carry the day's end, nothing else does", v, until)
+	}
+	return tk
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/store"
@@ -68,11 +69,19 @@ func (e *Engine) Test(ctx context.Context) TestReport {
 	run := newRunID()
 	t := peer.Task{Peer: testPeer, Interaction: run, Text: TestTask, Trusted: rep.Trusted}
 	log := e.log.With("run", run, "test", true)
+	// The untrusted path is tested with one peer's whole allowance, so that a model whose
+	// spend cannot be metered (model_unpriced) shows here (K2); the test is not counted and
+	// its spend is not part of the day's.
+	var allowance *money.Micros
+	if d.Counted {
+		a := e.o.Config.Sandbox.SpendPerPeerPerDay
+		allowance = &a
+	}
 	var out outcome
 	if d.Route == RouteOpenAI {
-		out = e.openaiTurn(ctx, log, run, t, func() {}, tr)
+		out = e.openaiTurn(ctx, log, run, t, allowance, func() {}, tr)
 	} else {
-		out = e.execTurn(ctx, log, run, t, d.Route, func() {}, tr)
+		out = e.execTurn(ctx, log, run, t, d.Route, allowance, func() {}, tr)
 		if d.Route == RouteSandbox && out.ran {
 			tr.modelCall(out)
 		}
@@ -86,8 +95,9 @@ func (e *Engine) Test(ctx context.Context) TestReport {
 func (tr tracer) modelCall(out outcome) {
 	u := struct {
 		Model struct {
-			Requests  int64 `json:"requests"`
-			Forwarded int64 `json:"forwarded"`
+			Requests  int64        `json:"requests"`
+			Forwarded int64        `json:"forwarded"`
+			Spend     *money.Spend `json:"spend,omitempty"`
 		} `json:"model"`
 	}{}
 	if out.usage == nil || len(*out.usage) == 0 || json.Unmarshal(*out.usage, &u) != nil {

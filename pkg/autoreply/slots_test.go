@@ -14,14 +14,7 @@ func TestSchedulerSlotsAndBudget(t *testing.T) {
 	s := NewScheduler(Limits{PerDay: 3, PerPeer: 2}, l, nil)
 	admit := func(peer string, want Verdict) *Ticket {
 		t.Helper()
-		tk, v, until, err := s.Admit(ctx, peer)
-		if err != nil || v != want {
-			t.Fatalf("Admit = %v, %v, want %v", v, err, want)
-		}
-		if (v == Spent) == until.IsZero() {
-			t.Fatalf("Admit = %v with until %v: budget refusals carry the day's end, nothing else does", v, until)
-		}
-		return tk
+		return admitWant(t, s, peer, want)
 	}
 	complete := func(tk *Ticket, peer string) {
 		t.Helper()

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"time"
 
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -26,6 +28,10 @@ type outcome struct {
 	details map[string]any
 	// usage is the endpoint's usage of a sandboxed run (set when its endpoint closed).
 	usage *json.RawMessage
+	// metered: the run's model calls went through the node, so it has a spend (K1); spend
+	// is set when it is known (from usage, or the openai back-end's reply).
+	metered bool
+	spend   *money.Spend
 }
 
 // tracer reports the stages of `anet autoreply test`; nil reports nothing.
@@ -43,8 +49,9 @@ func (tr tracer) fail(stage string, code reasons.Code, detail string) {
 	}
 }
 
-// turn runs one admitted task through its back-end and answers it.
-func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer.Responder, d Decision) {
+// turn runs one admitted task through its back-end and answers it. allowance is what the run
+// may spend on the model (K2); nil for turns without spend caps (trusted peers).
+func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer.Responder, d Decision, allowance *money.Micros) {
 	run := newRunID()
 	log = log.With("run", run)
 	e.setActive(ActiveRun{Run: run, Peer: t.Peer, Interaction: t.Interaction, Route: d.Route, Started: e.o.Now().UTC()})
@@ -58,9 +65,9 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 	var out outcome
 	switch d.Route {
 	case RouteSandbox, RouteDirect:
-		out = e.execTurn(ctx, log, run, t, d.Route, started, nil)
+		out = e.execTurn(ctx, log, run, t, d.Route, allowance, started, nil)
 	case RouteOpenAI:
-		out = e.openaiTurn(ctx, log, run, t, started, nil)
+		out = e.openaiTurn(ctx, log, run, t, allowance, started, nil)
 	}
 	if ctx.Err() != nil {
 		// anetd is stopping: the run was ended with it. No completion entry, so it is not
@@ -86,6 +93,12 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 	if out.usage != nil && len(*out.usage) > 0 {
 		details["usage"] = *out.usage
 	}
+	if s, ok := out.runSpend(); ok {
+		maps.Copy(details, spendDetails(s))
+	} else if out.metered && allowance != nil {
+		log.Warn("the run's spend is unknown; its whole allowance counts as spent", "allowance", allowance.String())
+		maps.Copy(details, unknownSpend(*allowance))
+	}
 	if out.answer == "" {
 		details["code"], details["reason"], details["detail"] = out.refusal, out.code, out.detail
 	}
@@ -102,10 +115,18 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 		}
 		return
 	}
-	log.Info("turn answered", "counted", counted, "bytes", len(out.answer))
+	log.Info("turn answered", "counted", counted, "bytes", len(out.answer), "cost_micros", details[detailCost])
 	if err := r.Reply(ctx, t.Peer, t.Interaction, out.answer); err != nil {
 		log.Error("reply", "err", err)
 	}
+}
+
+// runSpend is the run's spend: the openai back-end's, or the one in the endpoint's usage.
+func (o outcome) runSpend() (money.Spend, bool) {
+	if o.spend != nil {
+		return *o.spend, true
+	}
+	return endpointSpend(o.usage)
 }
 
 func (e *Engine) setActive(a ActiveRun) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/money"
 )
 
 // Config is the node's effective configuration. Values are typed: the file's strings are
@@ -51,10 +52,15 @@ type AutoReply struct {
 	Sandbox     SandboxLimits
 }
 
-// SandboxLimits is the `auto_reply.sandbox` section (B2, S6).
+// SandboxLimits is the `auto_reply.sandbox` section (B2, S6, K2).
 type SandboxLimits struct {
 	RunsPerDay        int
 	RunsPerPeerPerDay int
+	// SpendPerDay and SpendPerPeerPerDay cap what untrusted runs may spend on the model per
+	// local day, all peers and each peer, in micro-units of the price list's currency (K2).
+	// The file writes them as decimals ("5.00"); 0 allows no spend.
+	SpendPerDay        money.Micros
+	SpendPerPeerPerDay money.Micros
 	// MemoryMax and DiskMax are in bytes.
 	MemoryMax int64
 	TasksMax  int
@@ -157,9 +163,14 @@ func Default() Config {
 			Sandbox: SandboxLimits{
 				RunsPerDay:        limits.RunsPerDay,
 				RunsPerPeerPerDay: limits.RunsPerPeerPerDay,
-				MemoryMax:         limits.MemoryBytes,
-				TasksMax:          limits.Tasks,
-				DiskMax:           limits.DiskBytes,
+				// K2: at the default (cheapest) model a typical run costs about 0.15 and an
+				// R1-bounded worst case about 0.80, so one peer's 5 runs fit in 1.00 and the
+				// day's 20 in 5.00; a dearer pinned model, or abuse, meets the cap instead.
+				SpendPerDay:        money.Micros(limits.SpendPerDayMicros),
+				SpendPerPeerPerDay: money.Micros(limits.SpendPerPeerPerDayMicros),
+				MemoryMax:          limits.MemoryBytes,
+				TasksMax:           limits.Tasks,
+				DiskMax:            limits.DiskBytes,
 			},
 		},
 	}

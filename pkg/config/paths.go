@@ -71,6 +71,10 @@ func (p Paths) WithConfig(c Config) Paths {
 	return p
 }
 
+// ModelsFile is the operator's models override (models, aliases and prices merged over the
+// built-in list, K1), used when it exists.
+func (p Paths) ModelsFile() string { return filepath.Join(p.ConfigDir, "models.yaml") }
+
 // ControlSocket is the control socket's path.
 func (p Paths) ControlSocket() string { return filepath.Join(p.RuntimeDir, "control.sock") }
 

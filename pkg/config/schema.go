@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"anet.dev/anet/pkg/money"
 )
 
 // field is one key of the schema: a section (children) or a leaf that converts its YAML value
@@ -40,6 +42,8 @@ var schema = &field{children: []*field{
 		{name: "sandbox", children: []*field{
 			intField("runs_per_day", func(c *Config) *int { return &c.AutoReply.Sandbox.RunsPerDay }),
 			intField("runs_per_peer_per_day", func(c *Config) *int { return &c.AutoReply.Sandbox.RunsPerPeerPerDay }),
+			moneyField("spend_per_day", func(c *Config) *money.Micros { return &c.AutoReply.Sandbox.SpendPerDay }),
+			moneyField("spend_per_peer_per_day", func(c *Config) *money.Micros { return &c.AutoReply.Sandbox.SpendPerPeerPerDay }),
 			sizeField("memory_max", func(c *Config) *int64 { return &c.AutoReply.Sandbox.MemoryMax }),
 			intField("tasks_max", func(c *Config) *int { return &c.AutoReply.Sandbox.TasksMax }),
 			sizeField("disk_max", func(c *Config) *int64 { return &c.AutoReply.Sandbox.DiskMax }),
@@ -208,6 +212,22 @@ func sizeField(name string, ptr func(*Config) *int64) *field {
 			return err
 		},
 		format: func(c Config) string { return FormatSize(*ptr(&c)) },
+	}
+}
+
+// moneyField is an amount written as a decimal ("5.00", or unquoted 5 or 5.00): the scalar's
+// text is converted digit by digit, never through a float (K2).
+func moneyField(name string, ptr func(*Config) *money.Micros) *field {
+	return &field{name: name,
+		decode: func(c *Config, n *yaml.Node) error {
+			if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
+				return fmt.Errorf("expected an amount such as \"5.00\", got %s", describe(n))
+			}
+			v, err := money.ParseDecimal(n.Value)
+			*ptr(c) = v
+			return err
+		},
+		format: func(c Config) string { return ptr(&c).String() },
 	}
 }
 

@@ -75,6 +75,8 @@ func TestSetKeepsTheFile(t *testing.T) {
 			"    model: 'claude-haiku-5-5'\n", "    model: 'claude-haiku-5-5'\n    api_timeout_seconds: 600\n"},
 		{"missing section created", "auto_reply.sandbox.runs_per_day", "3",
 			"    model: 'claude-haiku-5-5'\n", "    model: 'claude-haiku-5-5'\n    sandbox:\n        runs_per_day: 3\n"},
+		{"amount kept as written (K2)", "auto_reply.sandbox.spend_per_day", "2.50",
+			"    model: 'claude-haiku-5-5'\n", "    model: 'claude-haiku-5-5'\n    sandbox:\n        spend_per_day: \"2.50\"\n"},
 		{"missing top-level key", "log_level", "debug",
 			"    model: 'claude-haiku-5-5'\n", "    model: 'claude-haiku-5-5'\nlog_level: debug\n"},
 	}
@@ -135,6 +137,7 @@ func TestSetRefusesBadValues(t *testing.T) {
 		{"integer", "auto_reply.sandbox.tasks_max", "lots", `auto_reply.sandbox.tasks_max: expected an integer, got the string "lots"`},
 		{"range", "auto_reply.sandbox.tasks_max", "4", "auto_reply.sandbox.tasks_max: 4 is too small (minimum 8)"},
 		{"size", "auto_reply.sandbox.memory_max", "2G", `auto_reply.sandbox.memory_max: "2G" is not a size`},
+		{"amount (K2)", "auto_reply.sandbox.spend_per_day", "5,00", `auto_reply.sandbox.spend_per_day: "5,00" is not an amount`},
 		{"unknown key", "auto_reply.trustd", "off", `config set: unknown key "auto_reply.trustd" (known: backend,`},
 		{"section", "auto_reply", "x", "config set auto_reply: this is a section"},
 		{"newline", "auto_reply.model", "a\nb: c", "config set auto_reply.model: the value must be one line"},

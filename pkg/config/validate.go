@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"anet.dev/anet/pkg/money"
 )
 
 // Validate checks every rule on c: allowed values, ranges, formats and the cross-field rules
@@ -69,6 +71,8 @@ func (c Config) issues() []*Error {
 	s := a.Sandbox
 	add("auto_reply.sandbox.runs_per_day", atLeast(int64(s.RunsPerDay), 0, false))
 	add("auto_reply.sandbox.runs_per_peer_per_day", atLeast(int64(s.RunsPerPeerPerDay), 0, false))
+	add("auto_reply.sandbox.spend_per_day", checkSpend(s.SpendPerDay))
+	add("auto_reply.sandbox.spend_per_peer_per_day", checkSpend(s.SpendPerPeerPerDay))
 	add("auto_reply.sandbox.memory_max", atLeast(s.MemoryMax, minMemoryMax, true))
 	add("auto_reply.sandbox.tasks_max", atLeast(int64(s.TasksMax), minTasksMax, false))
 	add("auto_reply.sandbox.disk_max", atLeast(s.DiskMax, minDiskMax, true))
@@ -110,4 +114,12 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// checkSpend refuses a negative cap (a Config built in code; the file's decimals cannot be).
+func checkSpend(m money.Micros) error {
+	if m < 0 {
+		return fmt.Errorf("%s is negative (allowed: 0 or more, e.g. 5.00)", m)
+	}
+	return nil
 }

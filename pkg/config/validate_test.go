@@ -169,7 +169,7 @@ func TestGet(t *testing.T) {
 	c.AutoReply.EgressAllow = []string{"pypi.org", "files.pythonhosted.org"}
 	cases := []struct{ key, want string }{
 		{"auto_reply.egress_allow", "pypi.org,files.pythonhosted.org"},
-		{"auto_reply.sandbox", "runs_per_day: 20\nruns_per_peer_per_day: 5\nmemory_max: 2GiB\ntasks_max: 256\ndisk_max: 2GiB\n"},
+		{"auto_reply.sandbox", "runs_per_day: 20\nruns_per_peer_per_day: 5\nspend_per_day: \"5.00\"\nspend_per_peer_per_day: \"1.00\"\nmemory_max: 2GiB\ntasks_max: 256\ndisk_max: 2GiB\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.key, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/privsep"
 )
 
@@ -39,6 +40,30 @@ type Budget struct {
 	// InFlight are untrusted runs in progress; Left counts them as used.
 	InFlight  int       `json:"in_flight"`
 	DayStarts time.Time `json:"day_starts,omitzero"`
+	// Spend is the day's model spend of untrusted runs against the caps (K2).
+	Spend SpendBudget `json:"spend"`
+}
+
+// SpendBudget is the day's spend in micro-units of the price list's currency (K2): cost of
+// counted runs (from the chain), the allowances of runs in flight, and what is left of the
+// day's cap (in-flight allowances count as spent).
+type SpendBudget struct {
+	Spent         money.Micros `json:"spent_micros"`
+	InFlight      money.Micros `json:"in_flight_micros"`
+	Left          money.Micros `json:"left_micros"`
+	PerDay        money.Micros `json:"per_day_micros"`
+	PerPeerPerDay money.Micros `json:"per_peer_per_day_micros"`
+	// Peers lists every peer that spent today or has a run in flight; Left is what that
+	// peer may still spend (its cap, bounded by the day's).
+	Peers []PeerSpend `json:"peers"`
+}
+
+// PeerSpend is one peer's spend today.
+type PeerSpend struct {
+	Peer     string       `json:"peer"`
+	Spent    money.Micros `json:"spent_micros"`
+	InFlight money.Micros `json:"in_flight_micros"`
+	Left     money.Micros `json:"left_micros"`
 }
 
 // AutoReplyStatus is the auto-reply engine as `anet status` shows it (B6, F2, S6).
@@ -184,6 +209,25 @@ type Interaction struct {
 	Trusted     bool       `json:"trusted"`
 	Answer      *Answer    `json:"answer,omitempty"`
 	Delivery    []Delivery `json:"delivery"` // this node's messages of the interaction and their outbox state
+	// Runs are the runs this node made for the task, with their tokens and cost (K1; in
+	// `anet show` only).
+	Runs []Run `json:"runs,omitempty"`
+}
+
+// Run is one completed run of an interaction, from its turn_completed evidence (K1).
+type Run struct {
+	Run          string       `json:"run"`
+	At           time.Time    `json:"at"`
+	Route        string       `json:"route"`
+	Counted      bool         `json:"counted"`
+	Model        string       `json:"model,omitempty"`
+	Tokens       money.Tokens `json:"tokens"`
+	Cost         money.Micros `json:"cost_micros"`
+	UsageMissing int64        `json:"usage_missing"`
+	// SpendUnknown: the run's usage never arrived; Cost is its whole allowance.
+	SpendUnknown bool `json:"spend_unknown,omitempty"`
+	// Metered is false for runs whose model calls did not go through the node (direct).
+	Metered bool `json:"metered"`
 }
 
 // Answer is the reply or refusal of an interaction.

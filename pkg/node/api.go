@@ -47,6 +47,12 @@ func (n *Node) status() control.Status {
 			RunsPerDay:        n.cfg.AutoReply.Sandbox.RunsPerDay,
 			RunsPerPeerPerDay: n.cfg.AutoReply.Sandbox.RunsPerPeerPerDay,
 			Left:              n.cfg.AutoReply.Sandbox.RunsPerDay,
+			Spend: control.SpendBudget{
+				PerDay:        n.cfg.AutoReply.Sandbox.SpendPerDay,
+				PerPeerPerDay: n.cfg.AutoReply.Sandbox.SpendPerPeerPerDay,
+				Left:          n.cfg.AutoReply.Sandbox.SpendPerDay,
+				Peers:         []control.PeerSpend{},
+			},
 		},
 		ProvidersKeyed: []string{},
 	}

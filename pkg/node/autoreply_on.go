@@ -106,6 +106,13 @@ func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, con
 	}
 	u := st.Budget
 	b := control.Budget{RunsToday: u.RunsToday, RunsPerDay: u.Limits.PerDay, RunsPerPeerPerDay: u.Limits.PerPeer, Left: u.Left, DayEnds: u.DayEnds, DayStarts: u.DayStart, InFlight: u.InFlight}
+	b.Spend = control.SpendBudget{Spent: u.Spend.Spent, InFlight: u.Spend.InFlight, Left: u.Spend.Left, Peers: []control.PeerSpend{}}
+	if c := u.Limits.Spend; c != nil {
+		b.Spend.PerDay, b.Spend.PerPeerPerDay = c.PerDay, c.PerPeer
+	}
+	for _, p := range u.Spend.Peers {
+		b.Spend.Peers = append(b.Spend.Peers, control.PeerSpend{Peer: p.Peer, Spent: p.Spent, InFlight: p.InFlight, Left: p.Left})
+	}
 	return out, b, nil
 }
 

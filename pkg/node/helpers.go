@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	"anet.dev/anet/pkg/helperpath"
@@ -50,11 +51,16 @@ func (n *Node) startHelpers(ctx context.Context) error {
 		Args: []string{"serve"},
 		Env:  n.helperEnv("sandboxd"),
 	}, n.log)
-	// The keys file's path (not its content) is all anetd hands over.
+	// The keys file's path (not its content) is all anetd hands over; the models override,
+	// when the operator wrote one, is read by anet-egress too (it prices the runs, K1).
+	args := []string{"serve", "--keys", n.paths.KeysFile, "--runs-dir", n.endpointsDir()}
+	if _, err := os.Stat(n.paths.ModelsFile()); err == nil {
+		args = append(args, "--models", n.paths.ModelsFile())
+	}
 	n.egress = privsep.StartHelper(ctx, privsep.HelperSpec{
 		Name: "egress",
 		Path: egress,
-		Args: []string{"serve", "--keys", n.paths.KeysFile, "--runs-dir", n.endpointsDir()},
+		Args: args,
 		Env:  n.helperEnv("egress"),
 	}, n.log)
 	return nil

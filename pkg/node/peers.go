@@ -201,7 +201,13 @@ func (n *Node) showInteraction(r *http.Request) (any, error) {
 	if len(list) == 0 {
 		return nil, control.BadRequestError("interaction: %s is not known to this node (see `anet inbox`)", id)
 	}
-	return n.toAPIList(r, list), nil
+	out := n.toAPIList(r, list)
+	for i := range out {
+		if out[i].Direction == "in" {
+			out[i].Runs = n.runsOf(r.Context(), out[i].Peer, out[i].Interaction)
+		}
+	}
+	return out, nil
 }
 
 func (n *Node) reply(r *http.Request) (any, error) {

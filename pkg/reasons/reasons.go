@@ -94,7 +94,7 @@ func add(e Entry) {
 func init() {
 	for _, e := range []Entry{
 		{SandboxUnavailable, KindRefusal, "the provider's sandbox cannot run this task now; send it again later", "F1"},
-		{Budget, KindRefusal, "the provider has used up today's runs for untrusted peers; send it again after the day ends", "B4"},
+		{Budget, KindRefusal, "the provider has used up today's runs or spending for untrusted peers; send it again after the day ends", "B4"},
 
 		{NoBwrap, KindSandbox, "bubblewrap is not installed: install the bubblewrap package", "L1"},
 		{UsernsBlocked, KindSandbox, "the AppArmor policy blocks user namespaces for bwrap; install the narrow profile: anet doctor --apparmor-profile | sudo tee /etc/apparmor.d/anet-bwrap >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/anet-bwrap", "L2"},

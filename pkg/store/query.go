@@ -52,7 +52,9 @@ type ListOptions struct {
 	Since time.Time // entries at or after this time
 	Kind  string
 	Peer  string
-	Limit int // at most this many (the oldest first); 0 means no limit
+	// Interaction selects one interaction's entries.
+	Interaction string
+	Limit       int // at most this many (the oldest first); 0 means no limit
 }
 
 // List returns the entries that match opts in sequence order.
@@ -75,6 +77,10 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 	if opts.Peer != "" {
 		where = append(where, "peer = ?")
 		args = append(args, opts.Peer)
+	}
+	if opts.Interaction != "" {
+		where = append(where, "interaction = ?")
+		args = append(args, opts.Interaction)
 	}
 	q := `SELECT ` + entryColumns + ` FROM evidence`
 	if len(where) > 0 {
@@ -135,6 +141,19 @@ type CountFilter struct {
 // Count returns how many entries match f. The run budget (B5) rebuilds its day counts with
 // it; the time bounds use the unix_nano column, which Verify checks against the signed time.
 func (s *Store) Count(ctx context.Context, f CountFilter) (int64, error) {
+	where, args, err := f.where()
+	if err != nil {
+		return 0, fmt.Errorf("count evidence: %w", err)
+	}
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM evidence`+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count evidence: %w", err)
+	}
+	return n, nil
+}
+
+// where renders f as a WHERE clause ("" when f selects everything) and its arguments.
+func (f CountFilter) where() (string, []any, error) {
 	var (
 		where []string
 		args  []any
@@ -143,7 +162,7 @@ func (s *Store) Count(ctx context.Context, f CountFilter) (int64, error) {
 		ph := make([]string, len(f.Kinds))
 		for i, k := range f.Kinds {
 			if err := validKind(k); err != nil {
-				return 0, fmt.Errorf("count evidence: %w", err)
+				return "", nil, err
 			}
 			ph[i] = "?"
 			args = append(args, k)
@@ -162,13 +181,8 @@ func (s *Store) Count(ctx context.Context, f CountFilter) (int64, error) {
 		where = append(where, "unix_nano < ?")
 		args = append(args, f.To.UnixNano())
 	}
-	q := `SELECT COUNT(*) FROM evidence`
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return "", nil, nil
 	}
-	var n int64
-	if err := s.db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count evidence: %w", err)
-	}
-	return n, nil
+	return " WHERE " + strings.Join(where, " AND "), args, nil
 }

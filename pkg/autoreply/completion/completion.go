@@ -9,6 +9,7 @@ import (
 	"regexp"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/money"
 )
 
 // Method is the privsep method anet-egress answers.
@@ -24,6 +25,8 @@ type Request struct {
 	Model string `json:"model,omitempty"`
 	// Task is the requester's text, sent as the one user message.
 	Task string `json:"task"`
+	// Allowance is what the call may spend, in micro-units (K2); nil: no allowance.
+	Allowance *money.Micros `json:"allowance_micros,omitempty"`
 }
 
 var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -37,6 +40,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("complete task: empty")
 	case len(r.Task) > limits.TaskTextBytes:
 		return fmt.Errorf("complete task: %d bytes, more than %d", len(r.Task), limits.TaskTextBytes)
+	case r.Allowance != nil && *r.Allowance < 0:
+		return fmt.Errorf("complete allowance_micros %d: must not be negative", *r.Allowance)
 	}
 	return nil
 }
@@ -49,4 +54,9 @@ type Reply struct {
 	Model string `json:"model"`
 	// Status is the upstream's HTTP status.
 	Status int `json:"status"`
+	// Failed says why a call that reached the model gave no answer ("" when it did); the
+	// reply still carries what the call cost.
+	Failed string `json:"failed,omitempty"`
+	// Spend is the call's tokens and cost (K1); nil when the model was not called.
+	Spend *money.Spend `json:"spend,omitempty"`
 }

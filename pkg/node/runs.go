@@ -1,0 +1,43 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+
+	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/store"
+)
+
+// runsOf reads the runs the node made for a received task from its turn_completed evidence:
+// route, count, model, tokens and cost (K1). The chain is the record; nothing else keeps it.
+func (n *Node) runsOf(ctx context.Context, peer, interaction string) []control.Run {
+	entries, err := n.store.List(ctx, store.ListOptions{Kind: "turn_completed", Peer: peer, Interaction: interaction})
+	if err != nil {
+		n.log.Warn("runs of an interaction", "err", err)
+		return nil
+	}
+	var out []control.Run
+	for _, e := range entries {
+		var d struct {
+			Run          string        `json:"run"`
+			Route        string        `json:"route"`
+			Counted      bool          `json:"counted"`
+			Model        string        `json:"model"`
+			Tokens       *money.Tokens `json:"tokens"`
+			Cost         money.Micros  `json:"cost_micros"`
+			UsageMissing int64         `json:"usage_missing"`
+			SpendUnknown bool          `json:"spend_unknown"`
+		}
+		if json.Unmarshal(e.Details, &d) != nil {
+			continue
+		}
+		r := control.Run{Run: d.Run, At: e.Time, Route: d.Route, Counted: d.Counted, Model: d.Model,
+			Cost: d.Cost, UsageMissing: d.UsageMissing, SpendUnknown: d.SpendUnknown, Metered: d.Tokens != nil}
+		if d.Tokens != nil {
+			r.Tokens = *d.Tokens
+		}
+		out = append(out, r)
+	}
+	return out
+}
