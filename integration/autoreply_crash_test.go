@@ -38,7 +38,7 @@ func TestAutoReplyKill9DuringRunNotCounted(t *testing.T) {
 	b.mustAnet("evidence", "verify")
 }
 
-// P3, B1: the openai back-end answers with one chat completion made by anet-egress (pinned
+// P3, B1, K1: the openai back-end answers with one chat completion made by anet-egress (pinned
 // model, store:false, cap); no agent starts; the answer counts for an untrusted peer.
 func TestAutoReplyOpenAIBackend(t *testing.T) {
 	f := newARFake(t, t.TempDir(), "gpt-6-luna")
@@ -68,6 +68,9 @@ func TestAutoReplyOpenAIBackend(t *testing.T) {
 	if st := b.status(); st.Budget.RunsToday != 1 {
 		t.Fatalf("runs today = %d, want 1 (an untrusted openai answer counts, P3)", st.Budget.RunsToday)
 	}
+	// K1: metered like an agent's request: the fake's 3 input and 1 output tokens cost
+	// 3×0.10 + 1×0.50 = 0.8 µ at gpt-6-luna, charged as 1 (rounded up, never down).
+	checkRunCost(t, b, 1, 1, map[string]float64{"input": 3, "output": 1})
 }
 
 // C5: the noautoreply build starts, keeps tasks in the inbox, and says so; its CLI says the

@@ -75,6 +75,9 @@ func hostedTools(o map[string]any) []string {
 	return out
 }
 
+// codexStreamCost is what one streamed answer of openAIFake costs at gpt-6-luna (K1).
+const codexStreamCost = 590
+
 func newOpenAIFake(t *testing.T, ca *testkit.CA, key, pinned, answer string) *openAIFake {
 	t.Helper()
 	f := &openAIFake{key: key, pinned: pinned, answer: answer}
@@ -174,8 +177,9 @@ func (f *openAIFake) stream(w http.ResponseWriter, model string) {
 	resp := func(status string, output []any) map[string]any {
 		m := map[string]any{"id": "resp_real_1", "object": "response", "status": status, "model": model, "output": output}
 		if status == "completed" {
-			m["usage"] = map[string]any{"input_tokens": 40, "input_tokens_details": map[string]any{"cached_tokens": 0},
-				"output_tokens": 9, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 49}
+			// codexStreamCost at gpt-6-luna: 1000×0.10 + 4000×0.01 (cached) + 900×0.50 = 590 µ.
+			m["usage"] = map[string]any{"input_tokens": 5000, "input_tokens_details": map[string]any{"cached_tokens": 4000},
+				"output_tokens": 900, "output_tokens_details": map[string]any{"reasoning_tokens": 300}, "total_tokens": 5900}
 		}
 		return m
 	}

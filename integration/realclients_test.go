@@ -37,11 +37,12 @@ var allowedBetasE7 = map[string]bool{
 }
 
 // streamAnthropicText answers a streamed Messages request with one text block, event by event
-// as api.anthropic.com does.
+// as api.anthropic.com does. Its usage (with cache tokens) costs claudeStreamCost at
+// claude-haiku-5-5's prices: 1200×0.10 + 3000×0.125 + 40000×0.01 + 9×0.50 = 899.5 → 900 µ.
 func streamAnthropicText(model, text string) func(w http.ResponseWriter, f http.Flusher) {
 	return func(w http.ResponseWriter, f http.Flusher) {
 		events := []struct{ name, data string }{
-			{"message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_real_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`, model)},
+			{"message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_real_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1200,"cache_creation_input_tokens":3000,"cache_read_input_tokens":40000,"output_tokens":1}}}`, model)},
 			{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
 			{"ping", `{"type":"ping"}`},
 			{"content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":%q}}`, text)},
@@ -55,6 +56,9 @@ func streamAnthropicText(model, text string) func(w http.ResponseWriter, f http.
 		}
 	}
 }
+
+// claudeStreamCost is what one streamAnthropicText answer costs at claude-haiku-5-5 (K1).
+const claudeStreamCost = 900
 
 // E1–E3, E7, E11, S2, S5, F3: the real `claude -p` in the sandbox completes a turn through the
 // endpoint; the fake api.anthropic.com got the operator's key, never the placeholder, the

@@ -8,7 +8,9 @@
 // It writes "started" into its work dir (the current directory) first, so tests can tell
 // whether it ran. A task containing HOLD makes the first run of an interaction sleep after
 // the model call (kill -9 tests); later runs of it see the marker and answer. A task
-// containing FAIL makes it exit 1 after the model call; SLOW makes it take five seconds.
+// containing FAIL makes it exit 1 after the model call; SLOW makes it take five seconds; LOOP
+// makes it stream one request after another, refused or not, until its run is stopped (a
+// runaway agent spending until its wall clock).
 package main
 
 import (
@@ -49,6 +51,9 @@ func run() error {
 	}
 	if base == "" || tok == "" {
 		return fmt.Errorf("incomplete endpoint settings in the environment")
+	}
+	if strings.Contains(task, "LOOP") {
+		return loop(base, tok)
 	}
 	body, _ := json.Marshal(map[string]any{
 		"model":      os.Getenv("ANTHROPIC_MODEL"),
@@ -96,4 +101,34 @@ func run() error {
 	}
 	out := fmt.Sprintf("model %s says %s to: %s", m.Model, m.Content[0].Text, task)
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": out})
+}
+
+// loop streams Messages requests until the run is killed, never stopping on a refusal. Each
+// answer's status goes to stderr (the node keeps it in the turn's detail on failure).
+func loop(base, tok string) error {
+	body, _ := json.Marshal(map[string]any{
+		"model": os.Getenv("ANTHROPIC_MODEL"), "max_tokens": 8192, "stream": true,
+		"messages": []map[string]any{{"role": "user", "content": "go on"}},
+	})
+	c := &http.Client{Timeout: 60 * time.Second}
+	for {
+		req, _ := http.NewRequest("POST", strings.TrimRight(base, "/")+"/v1/messages", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		resp, err := c.Do(req)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "loop:", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			fmt.Fprintf(os.Stderr, "loop: %d %s\n", resp.StatusCode, resp.Header.Get("X-Anet-Reason"))
+			time.Sleep(100 * time.Millisecond)
+		} else if !bytes.Contains(b, []byte("message_stop")) {
+			fmt.Fprintln(os.Stderr, "loop: stream ended early")
+		}
+	}
 }
