@@ -180,7 +180,7 @@ func confirmEgress(path, value string, in io.Reader, out io.Writer, terminal, ye
 }
 
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
 	return err == nil
 }
 

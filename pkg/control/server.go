@@ -12,8 +12,6 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -134,14 +132,14 @@ func peerCred(r *http.Request) (uid, pid int) {
 	if err != nil {
 		return -1, 0
 	}
-	var cred *unix.Ucred
+	uid, pid = -1, 0
 	raw.Control(func(fd uintptr) {
-		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		uid, pid, err = socketPeer(int(fd))
 	})
-	if err != nil || cred == nil {
+	if err != nil {
 		return -1, 0
 	}
-	return int(cred.Uid), int(cred.Pid)
+	return uid, pid
 }
 
 // Listen creates the socket at path (mode 0600). A stale socket left by a crash is removed;

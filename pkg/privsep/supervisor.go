@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/reasons"
-	"golang.org/x/sys/unix"
 )
 
 // HelperSpec says how to start one helper.
@@ -234,8 +233,8 @@ func (s *Supervisor) runOnce(ctx context.Context) error {
 	// Go opens every descriptor close-on-exec, but descriptors the daemon itself inherited
 	// (from a shell, make's jobserver, a test runner) are not: mark them all, so nothing but
 	// fds 0-3 crosses into the helper.
-	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		s.log.Warn("close_range(CLOEXEC) failed; inherited descriptors may leak into helpers", "err", err)
+	if err := CloseOnExecFrom(3); err != nil {
+		s.log.Warn("marking inherited descriptors close-on-exec failed; they may leak into helpers", "err", err)
 	}
 	s.setState(StateStarting, 0, "")
 	err = cmd.Start()

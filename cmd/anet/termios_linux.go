@@ -1,0 +1,6 @@
+package main
+
+import "golang.org/x/sys/unix"
+
+// ioctlGetTermios reads a terminal's attributes; it fails on anything that is not a terminal.
+const ioctlGetTermios = unix.TCGETS
