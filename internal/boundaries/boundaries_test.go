@@ -57,6 +57,14 @@ func TestImportBoundaries(t *testing.T) {
 	}
 }
 
+// The model proxy dials its upstream through pkg/egress/direct alone, not through the CONNECT
+// egress package (which holds the tunnel's rules and state).
+func TestModelProxyDoesNotLinkEgress(t *testing.T) {
+	if deps(t, "anet.dev/anet/pkg/modelproxy")["anet.dev/anet/pkg/egress"] {
+		t.Error("pkg/modelproxy links pkg/egress")
+	}
+}
+
 // The anettest hooks (redirecting model hosts to loopback fakes, weakened sandboxes) exist
 // only in test builds: the release binaries carry none of their symbols.
 func TestReleaseBinariesHaveNoTestHooks(t *testing.T) {

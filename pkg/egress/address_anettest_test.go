@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -135,7 +136,7 @@ func TestTunnelDNSResolverH5(t *testing.T) {
 }
 
 // TestNoProxyFromEnvironmentH7: with every proxy variable pointing at a trap, tunnels and
-// DialDirect still connect directly; the trap sees nothing.
+// direct.Dial still connect directly; the trap sees nothing.
 func TestNoProxyFromEnvironmentH7(t *testing.T) {
 	trap := startTrap(t, "127.0.0.1:0")
 	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
@@ -154,12 +155,12 @@ func TestNoProxyFromEnvironmentH7(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := DialDirect(ctx, "tcp", up.addr)
+	c, err := direct.Dial(ctx, "tcp", up.addr)
 	if err != nil {
-		t.Fatalf("DialDirect(%s) = %v", up.addr, err)
+		t.Fatalf("direct.Dial(%s) = %v", up.addr, err)
 	}
 	if c.RemoteAddr().String() != up.addr {
-		t.Errorf("DialDirect connected to %s, want %s", c.RemoteAddr(), up.addr)
+		t.Errorf("direct.Dial connected to %s, want %s", c.RemoteAddr(), up.addr)
 	}
 	c.Close()
 	if n := trap.conns.Load(); n != 0 {

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -183,8 +184,8 @@ func startTrap(t *testing.T, addr string) *trap {
 
 func redirectTo(t *testing.T, from, to string) {
 	t.Helper()
-	AnetTestRedirect(from, to)
-	t.Cleanup(func() { AnetTestRedirect(from, "") })
+	direct.AnetTestRedirect(from, to)
+	t.Cleanup(func() { direct.AnetTestRedirect(from, "") })
 }
 
 // countingResolver answers from a table and counts lookups; next, when set, replaces the

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -108,7 +109,7 @@ func (p *Proxy) resolveAndDial(ctx context.Context, host string) (net.Conn, neti
 	var errs []error
 	for _, a := range addrs {
 		ap := netip.AddrPortFrom(a.Unmap(), tunnelPort)
-		c, err := DialDirect(ctx, "tcp", ap.String())
+		c, err := direct.Dial(ctx, "tcp", ap.String())
 		if err == nil {
 			return c, ap, nil
 		}

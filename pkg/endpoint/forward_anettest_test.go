@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
@@ -45,8 +45,8 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 			defer e.Close()
 			up := modelproxytest.NewUpstream(ca, key, e.Placeholder(), e.Model())
 			defer up.Close()
-			egress.AnetTestRedirect(c.provider+":443", up.Addr())
-			defer egress.AnetTestRedirect(c.provider+":443", "")
+			direct.AnetTestRedirect(c.provider+":443", up.Addr())
+			defer direct.AnetTestRedirect(c.provider+":443", "")
 
 			h := http.Header{}
 			if c.auth == "X-Api-Key" {
@@ -99,8 +99,8 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 	defer e.Close()
 	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
 	defer up.Close()
-	egress.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer egress.AnetTestRedirect("api.anthropic.com:443", "")
+	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
 	up.SetUsage(modelproxytest.Usage{Input: 2000, Output: 3000}) // 200 + 1500 = 1700 µ a stream
 
 	c := unixClient(e.SocketPath())

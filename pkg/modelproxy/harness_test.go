@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
@@ -59,8 +59,8 @@ func newHarness(t testing.TB, agent, model string, lim Limits, opts ...func(*Opt
 			t.Errorf("fake upstream: %s", p)
 		}
 	})
-	egress.AnetTestRedirect(up.Addr(), h.up.Addr())
-	t.Cleanup(func() { egress.AnetTestRedirect(up.Addr(), "") })
+	direct.AnetTestRedirect(up.Addr(), h.up.Addr())
+	t.Cleanup(func() { direct.AnetTestRedirect(up.Addr(), "") })
 	o := Options{
 		Placeholder: h.ph, Key: keys.NewSecret(h.key), Limits: lim, RootCAs: ca.Pool,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

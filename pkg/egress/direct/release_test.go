@@ -1,4 +1,4 @@
-package egress
+package direct
 
 import (
 	"os/exec"
@@ -18,7 +18,7 @@ func TestRedirectHookOnlyInTestBuilds(t *testing.T) {
 		if tags != "" {
 			args = append(args, "-tags", tags)
 		}
-		out, err := exec.Command(goBin, append(args, "anet.dev/anet/pkg/egress")...).CombinedOutput()
+		out, err := exec.Command(goBin, append(args, "anet.dev/anet/pkg/egress/direct")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list (tags %q): %v\n%s", tags, err, out)
 		}
@@ -27,8 +27,8 @@ func TestRedirectHookOnlyInTestBuilds(t *testing.T) {
 	cases := []struct {
 		name, tags, want, wantNot string
 	}{
-		{"release build", "", "dial_release.go", "dial_anettest.go"},
-		{"test build", "anettest", "dial_anettest.go", "dial_release.go"},
+		{"release build", "", "redirect_release.go", "redirect_anettest.go"},
+		{"test build", "anettest", "redirect_anettest.go", "redirect_release.go"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,5 +1,5 @@
 //go:build !anettest
 
-package egress
+package direct
 
 func redirect(addr string) string { return addr }

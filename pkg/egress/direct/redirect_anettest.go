@@ -1,6 +1,6 @@
 //go:build anettest
 
-package egress
+package direct
 
 import (
 	"os"
@@ -26,7 +26,7 @@ func init() {
 	}
 }
 
-// AnetTestRedirect makes DialDirect connect to `to` whenever it is asked for `from` (both
+// AnetTestRedirect makes Dial connect to `to` whenever it is asked for `from` (both
 // host:port). It exists only in test builds so that tests can point api.anthropic.com:443 or a
 // verified public address at a loopback fake after every rule has been applied. Passing an
 // empty `to` removes the redirect.

@@ -1,6 +1,6 @@
 //go:build anettest
 
-package main
+package service
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/autoreply/completion"
-	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
@@ -23,8 +23,6 @@ func TestCompleteThroughProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	completeRootCAs = ca.Pool
-	t.Cleanup(func() { completeRootCAs = nil })
 	for _, c := range []struct {
 		name, keys, base, host, pinned, path string
 	}{
@@ -35,9 +33,10 @@ func TestCompleteThroughProxy(t *testing.T) {
 			key := "sk-complete-" + c.name[:3] + "-7d1e"
 			up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", c.pinned)
 			defer up.Close()
-			egress.AnetTestRedirect(c.host, up.Addr())
-			defer egress.AnetTestRedirect(c.host, "")
+			direct.AnetTestRedirect(c.host, up.Addr())
+			defer direct.AnetTestRedirect(c.host, "")
 			s := testServer(t, strings.ReplaceAll(c.keys, "%s", key))
+			s.rootCAs = ca.Pool
 			model := ""
 			if c.base != "" {
 				model = c.pinned // a custom service has no catalog: the model must be configured
@@ -71,15 +70,14 @@ func TestCompleteMeteredK1K2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	completeRootCAs = ca.Pool
-	t.Cleanup(func() { completeRootCAs = nil })
 	const key = "sk-complete-metered-3c9a"
 	up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", "gpt-6-luna")
 	defer up.Close()
 	up.SetUsage(modelproxytest.Usage{Input: 1000, CacheRead: 500, Output: 2000, Reasoning: 300})
-	egress.AnetTestRedirect("api.openai.com:443", up.Addr())
-	defer egress.AnetTestRedirect("api.openai.com:443", "")
+	direct.AnetTestRedirect("api.openai.com:443", up.Addr())
+	defer direct.AnetTestRedirect("api.openai.com:443", "")
 	s := testServer(t, "openai: "+key+"\n")
+	s.rootCAs = ca.Pool
 
 	// gpt-6-luna: 1000×0.10 + 500×0.01 + 2000×0.50 = 100 + 5 + 1000 = 1105 µ.
 	enough := money.Micros(1_000_000)

@@ -1,4 +1,8 @@
-package egress
+// Package direct is the one dialer of anet-egress that reaches the internet: model upstreams
+// (pkg/modelproxy) and verified CONNECT targets (pkg/egress) are dialed here, never through a
+// proxy (H7). It is its own package so that the model proxy links this and not the CONNECT
+// egress's rules and state.
+package direct
 
 import (
 	"context"
@@ -11,10 +15,10 @@ import (
 // node must not route the operator's key or an agent's tunnel through it.
 var directDialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 
-// DialDirect connects to addr without any proxy. addr must already be verified by the caller
+// Dial connects to addr without any proxy. addr must already be verified by the caller
 // (for tunnels: a resolved and classified IP; for model upstreams: the fixed upstream host).
 // Test builds (tag anettest) may redirect an address to a loopback fake after every check has
 // run; release builds have no such hook (a test inspects the release binary's symbols).
-func DialDirect(ctx context.Context, network, addr string) (net.Conn, error) {
+func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return directDialer.DialContext(ctx, network, redirect(addr))
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bufio"
@@ -37,13 +37,13 @@ func TestEndpointLogLinesNameTheRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &modelproxytest.LogBuffer{}
-	s := &server{keys: k, runsDir: dir, log: slog.New(slog.NewJSONHandler(logs, nil)), open: map[string]*endpoint.Endpoint{}}
+	s := New(k, dir, "", slog.New(slog.NewJSONHandler(logs, nil)))
 	body, _ := json.Marshal(runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: "run-log-1", Agent: "claude", Allow: []string{"pypi.org"}}})
 	rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: runpolicy.MethodOpen, Body: body})
 	if err != nil {
 		t.Fatalf("handleOpen: %v", err)
 	}
-	t.Cleanup(s.closeAll)
+	t.Cleanup(s.CloseAll)
 	c, err := net.Dial("unix", rep.Body.(runpolicy.OpenReply).Socket)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"anet.dev/anet/pkg/reasons"
 )
 
-func testServer(t *testing.T, keysYAML string) *server {
+func testServer(t *testing.T, keysYAML string) *Service {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "keys.yaml")
 	if err := os.WriteFile(p, []byte(keysYAML), 0o600); err != nil {
@@ -25,7 +25,7 @@ func testServer(t *testing.T, keysYAML string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{keys: k, log: slog.New(slog.DiscardHandler)}
+	return New(k, t.TempDir(), "", slog.New(slog.DiscardHandler))
 }
 
 // P3, F2: without the provider's key the completion fails with no_api_key before anything

@@ -1,9 +1,8 @@
-package main
+package service
 
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,10 +18,6 @@ import (
 	"anet.dev/anet/pkg/reasons"
 )
 
-// completeRootCAs verifies the model upstream of completions; nil is the system store (E11).
-// Only this package's tests set it, to trust their throw-away CA.
-var completeRootCAs *x509.CertPool
-
 // maxCompletionReply bounds the upstream answer read back (the answer itself is capped at
 // 8192 tokens; the JSON around it is small).
 const maxCompletionReply = 4 << 20
@@ -34,7 +29,7 @@ const maxCompletionReply = 4 << 20
 //
 // The upstream is https://api.openai.com (the openai key), or the operator's api_base (the
 // custom key) when it is set.
-func (s *server) handleComplete(ctx context.Context, req *privsep.Request) (privsep.Reply, error) {
+func (s *Service) handleComplete(ctx context.Context, req *privsep.Request) (privsep.Reply, error) {
 	var in completion.Request
 	if err := req.Decode(&in); err != nil {
 		return privsep.Reply{}, err
@@ -53,7 +48,7 @@ func (s *server) handleComplete(ctx context.Context, req *privsep.Request) (priv
 	return privsep.Reply{Body: rep}, nil
 }
 
-func (s *server) complete(ctx context.Context, in completion.Request) (completion.Reply, error) {
+func (s *Service) complete(ctx context.Context, in completion.Request) (completion.Reply, error) {
 	// codex's upstream is api.openai.com; a custom service is reached as opencode's is.
 	agent := "codex"
 	if in.APIBase != "" {
@@ -79,7 +74,7 @@ func (s *server) complete(ctx context.Context, in completion.Request) (completio
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}
-	proxy, err := modelproxy.New(eng, up, modelproxy.Options{Placeholder: ph, Key: key, Allowance: in.Allowance, RootCAs: completeRootCAs, Logger: s.log.With("run", in.RunID, "backend", "openai")})
+	proxy, err := modelproxy.New(eng, up, modelproxy.Options{Placeholder: ph, Key: key, Allowance: in.Allowance, RootCAs: s.rootCAs, Logger: s.log.With("run", in.RunID, "backend", "openai")})
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}

@@ -1,0 +1,136 @@
+// Package service is anet-egress's side of its privsep socket: it opens and closes each
+// run's endpoint (the model proxy and the CONNECT egress, pkg/endpoint) and makes the openai
+// back-end's one-shot completions, with the operator's keys, which are read in this process
+// only. It also serves one endpoint alone for `anet-egress endpoint`.
+package service
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/endpoint"
+	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Service holds the open endpoints, one per run.
+type Service struct {
+	keys    keys.Keys
+	runsDir string
+	models  string
+	log     *slog.Logger
+	// rootCAs verifies the model upstream of completions; nil is the system store (E11).
+	// Only this package's tests set it, to trust their throw-away CA.
+	rootCAs *x509.CertPool
+
+	mu   sync.Mutex // guards open
+	open map[string]*endpoint.Endpoint
+}
+
+// New returns the service. runsDir holds one 0700 directory per run with its endpoint socket;
+// models is the models override file ("" for the built-in list).
+func New(k keys.Keys, runsDir, models string, log *slog.Logger) *Service {
+	return &Service{keys: k, runsDir: runsDir, models: models, log: log, open: map[string]*endpoint.Endpoint{}}
+}
+
+// Handlers answer anetd's requests: runpolicy's open and close, and completion.
+func (s *Service) Handlers() map[string]privsep.Handler {
+	return map[string]privsep.Handler{
+		runpolicy.MethodOpen:  s.handleOpen,
+		runpolicy.MethodClose: s.handleClose,
+		completion.Method:     s.handleComplete,
+	}
+}
+
+// Count is the number of open endpoints.
+func (s *Service) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+func (s *Service) handleOpen(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
+	var in runpolicy.OpenRequest
+	if err := req.Decode(&in); err != nil {
+		return privsep.Reply{}, err
+	}
+	p := in.Policy
+	if err := p.Validate(); err != nil {
+		return privsep.Reply{}, &privsep.Error{Code: reasons.BadRequest, Message: err.Error()}
+	}
+	s.mu.Lock()
+	if _, dup := s.open[p.RunID]; dup {
+		s.mu.Unlock()
+		return privsep.Reply{}, &privsep.Error{Code: reasons.BadRequest, Message: "an endpoint for run " + p.RunID + " is already open"}
+	}
+	s.open[p.RunID] = nil // reserve the id while opening
+	s.mu.Unlock()
+	e, err := OpenEndpoint(filepath.Join(s.runsDir, p.RunID, endpoint.SocketName), p, s.keys, s.models, s.log)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		delete(s.open, p.RunID)
+		var re *reasons.Error
+		if errors.As(err, &re) {
+			return privsep.Reply{}, &privsep.Error{Code: re.Code, Message: err.Error()}
+		}
+		return privsep.Reply{}, err
+	}
+	s.open[p.RunID] = e
+	return privsep.Reply{Body: runpolicy.OpenReply{Socket: e.SocketPath(), Placeholder: e.Placeholder(), Model: e.Model()}}, nil
+}
+
+func (s *Service) handleClose(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
+	var in runpolicy.CloseRequest
+	if err := req.Decode(&in); err != nil {
+		return privsep.Reply{}, err
+	}
+	s.mu.Lock()
+	e := s.open[in.RunID]
+	if e != nil {
+		delete(s.open, in.RunID)
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return privsep.Reply{}, &privsep.Error{Code: reasons.BadRequest, Message: "no open endpoint for run " + in.RunID}
+	}
+	err := e.Close()
+	usage, _ := json.Marshal(e.Usage())
+	if err != nil {
+		s.log.Warn("close endpoint", "run", in.RunID, "err", err)
+	}
+	return privsep.Reply{Body: runpolicy.CloseReply{Usage: usage}}, nil
+}
+
+// CloseAll closes every endpoint: the helper is stopping, and with it every tunnel and model
+// request of every run.
+func (s *Service) CloseAll() {
+	s.mu.Lock()
+	open := s.open
+	s.open = map[string]*endpoint.Endpoint{}
+	s.mu.Unlock()
+	for id, e := range open {
+		if e != nil {
+			e.Close()
+			s.log.Info("endpoint closed at shutdown", "run", id)
+		}
+	}
+}
+
+// MakeRunsDir creates the runs dir (0700).
+func (s *Service) MakeRunsDir() error {
+	if err := os.MkdirAll(s.runsDir, 0o700); err != nil {
+		return fmt.Errorf("runs dir: %w", err)
+	}
+	return nil
+}
