@@ -28,6 +28,8 @@ var autoreplyBuilds = []testharness.Build{
 	{Name: "anetd-noautoreply", Pkg: "./cmd/anetd", Tags: []string{"noautoreply"}},
 	{Name: "anet-noautoreply", Pkg: "./cmd/anet", Tags: []string{"noautoreply"}},
 	{Name: "testagent", Pkg: "./integration/testdata/testagent"},
+	// O1: anet-sandboxd as a platform without a sandbox backend builds it.
+	{Name: "anet-sandboxd-nobackend", Pkg: "./cmd/anet-sandboxd", Tags: []string{"nobackend"}},
 }
 
 const arPinned = "claude-haiku-5-5" // what an empty auto_reply.model pins for claude (E2)
@@ -61,6 +63,7 @@ type arOptions struct {
 	autoReply string // YAML lines of the auto_reply section, indented by two spaces
 	keys      string // keys.yaml; "" is the anthropic key
 	noBwrap   bool   // anet-sandboxd runs with a PATH that has no bwrap
+	sandboxd  string // anet-sandboxd binary; "" is the release build
 	bin       string // anetd binary; "" is anetd-test
 	agent     string // a real agent program put on PATH under its own name; "" is the test agent as claude
 }
@@ -106,7 +109,11 @@ func newARNode(t *testing.T, f *arFake, o arOptions) *testNode {
 	if err := os.Symlink(testharness.Bin(t, "anet-egress-test"), filepath.Join(helpers, "anet-egress")); err != nil {
 		t.Fatal(err)
 	}
-	sd := testharness.Bin(t, "anet-sandboxd")
+	sdName := o.sandboxd
+	if sdName == "" {
+		sdName = "anet-sandboxd"
+	}
+	sd := testharness.Bin(t, sdName)
 	if o.noBwrap {
 		// F1 test: the launcher finds no bwrap (as on a host without the package).
 		script := fmt.Sprintf("#!/bin/sh\nPATH=%s exec %s \"$@\"\n", n.path("empty"), sd)

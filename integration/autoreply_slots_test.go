@@ -84,34 +84,47 @@ func TestAutoReplySlots(t *testing.T) {
 }
 
 // F1, P2: with bwrap unavailable to anet-sandboxd a sandboxed turn starts nothing and the
-// requester gets sandbox_unavailable; the operator sees no_bwrap.
-func TestAutoReplyFailsClosedWithoutBwrap(t *testing.T) {
-	f := newARFake(t, t.TempDir(), arPinned)
-	b := newARNode(t, f, arOptions{autoReply: sandboxExec, noBwrap: true})
-	a, aidA, aidB := startPair(t, b)
-	id := send(t, a, aidB, "run something")
-	ans := answerAt(t, a, id)
-	if ans.Type != "refusal" || ans.Code != "sandbox_unavailable" || !ans.Until.IsZero() {
-		t.Fatalf("A's answer = %+v, want refusal sandbox_unavailable (F1)", ans)
-	}
-	// Nothing started: no marker, no run dir, no model request, no turn_started.
-	if _, err := os.Stat(filepath.Join(b.path("cache", "anet", "work-sandbox", aidA, id), "started")); err == nil {
-		t.Fatal("the agent ran although the sandbox is unavailable")
-	}
-	if len(f.up.Requests()) != 0 || len(evidence(t, b, "turn_started")) != 0 {
-		t.Fatal("a model request or a turn start was recorded although nothing may start")
-	}
-	st := b.status()
-	if st.AutoReply.Sandbox.OK || st.AutoReply.Sandbox.Code != "no_bwrap" || !hasWarning(st, "no_bwrap") {
-		t.Fatalf("B's status sandbox = %+v, warnings %+v, want no_bwrap", st.AutoReply.Sandbox, st.Warnings)
-	}
-	if r := evidence(t, b, "turn_refused"); len(r) != 1 || details(t, r[0])["reason"] != "no_bwrap" {
-		t.Fatalf("B's turn_refused entries = %+v, want one with reason no_bwrap", r)
-	}
-	// S8: the self-test says which stage failed and why.
-	out, _, err := b.anet("autoreply", "test")
-	if err == nil || !containsAll(out, "FAIL probe", "no_bwrap", "result: failed") {
-		t.Fatalf("anet autoreply test = %q, %v, want a failed probe with no_bwrap", out, err)
+// requester gets sandbox_unavailable; the operator sees no_bwrap. O1: on a platform with no
+// sandbox backend (an anet-sandboxd built with none) the node starts, the same turn is refused
+// the same way, and the operator sees platform_unsupported.
+func TestAutoReplyFailsClosedWithoutSandbox(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    arOptions
+		code string
+	}{
+		{"no bwrap", arOptions{autoReply: sandboxExec, noBwrap: true}, "no_bwrap"},
+		{"no backend", arOptions{autoReply: sandboxExec, sandboxd: "anet-sandboxd-nobackend"}, "platform_unsupported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newARFake(t, t.TempDir(), arPinned)
+			b := newARNode(t, f, tc.o)
+			a, aidA, aidB := startPair(t, b)
+			id := send(t, a, aidB, "run something")
+			ans := answerAt(t, a, id)
+			if ans.Type != "refusal" || ans.Code != "sandbox_unavailable" || !ans.Until.IsZero() {
+				t.Fatalf("A's answer = %+v, want refusal sandbox_unavailable (F1)", ans)
+			}
+			// Nothing started: no marker, no run dir, no model request, no turn_started.
+			if _, err := os.Stat(filepath.Join(b.path("cache", "anet", "work-sandbox", aidA, id), "started")); err == nil {
+				t.Fatal("the agent ran although the sandbox is unavailable")
+			}
+			if len(f.up.Requests()) != 0 || len(evidence(t, b, "turn_started")) != 0 {
+				t.Fatal("a model request or a turn start was recorded although nothing may start")
+			}
+			st := b.status()
+			if st.AutoReply.Sandbox.OK || st.AutoReply.Sandbox.Code != tc.code || !hasWarning(st, tc.code) {
+				t.Fatalf("B's status sandbox = %+v, warnings %+v, want %s", st.AutoReply.Sandbox, st.Warnings, tc.code)
+			}
+			if r := evidence(t, b, "turn_refused"); len(r) != 1 || details(t, r[0])["reason"] != tc.code {
+				t.Fatalf("B's turn_refused entries = %+v, want one with reason %s", r, tc.code)
+			}
+			// S8: the self-test says which stage failed and why.
+			out, _, err := b.anet("autoreply", "test")
+			if err == nil || !containsAll(out, "FAIL probe", tc.code, "result: failed") {
+				t.Fatalf("anet autoreply test = %q, %v, want a failed probe with %s", out, err, tc.code)
+			}
+		})
 	}
 }
 

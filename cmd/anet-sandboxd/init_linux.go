@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
 func init() { commands = append(commands, initCommand()) }
@@ -22,11 +22,11 @@ func initCommand() *cli.Command {
 			&cli.StringFlag{Name: "env-file"},
 		},
 		Action: func(c *cli.Context) error {
-			code := bwrap.Init(bwrap.InitOptions{
-				Endpoint: c.String("endpoint"), Port: c.Int("port"), EnvFile: c.String("env-file"),
-				Argv: c.Args().Slice(), Stderr: os.Stderr,
-			})
-			return cli.Exit("", code)
+			o := runinit.InitOptions{Port: c.Int("port"), EnvFile: c.String("env-file"), Argv: c.Args().Slice(), Stderr: os.Stderr}
+			if ep := c.String("endpoint"); ep != "" {
+				o.Upstream = runinit.UnixSocket(ep)
+			}
+			return cli.Exit("", runinit.Init(o))
 		},
 	}
 }

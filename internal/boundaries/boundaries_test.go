@@ -57,6 +57,42 @@ func TestImportBoundaries(t *testing.T) {
 	}
 }
 
+// The sandbox seam (docs/architecture.md rule 1): anetd and the CLI link the spec (pkg/sandbox) and
+// the seam's client (pkg/sandbox/remote), never the code that starts processes
+// (pkg/sandbox/launch and every backend below pkg/sandbox). A new backend is caught here
+// without naming it: only the listed sub-packages are allowed.
+func TestSandboxSeamBoundary(t *testing.T) {
+	allowed := map[string]bool{
+		"anet.dev/anet/pkg/sandbox":        true, // the spec: data and validation
+		"anet.dev/anet/pkg/sandbox/remote": true, // the Launcher over the privsep socket
+		"anet.dev/anet/pkg/sandbox/memfd":  true, // the run's output files
+	}
+	for _, bin := range []string{"anet.dev/anet/cmd/anetd", "anet.dev/anet/cmd/anet"} {
+		for _, tags := range [][]string{nil, {"anettest"}, {"noautoreply"}} {
+			t.Run(filepath.Base(bin)+"/"+strings.Join(tags, ","), func(t *testing.T) {
+				for p := range deps(t, bin, tags...) {
+					if strings.HasPrefix(p, "anet.dev/anet/pkg/sandbox/") && !allowed[p] {
+						t.Errorf("%s links %s, which starts processes (only anet-sandboxd may)", bin, p)
+					}
+				}
+			})
+		}
+	}
+	if !deps(t, "anet.dev/anet/cmd/anetd")["anet.dev/anet/pkg/sandbox/remote"] {
+		t.Error("anetd does not link pkg/sandbox/remote: it reaches the sandbox some other way")
+	}
+	sd := deps(t, "anet.dev/anet/cmd/anet-sandboxd")
+	for _, p := range []string{"anet.dev/anet/pkg/sandbox/launch", "anet.dev/anet/pkg/sandbox/remote", "anet.dev/anet/pkg/sandbox/bwrap"} {
+		if !sd[p] {
+			t.Errorf("anet-sandboxd (linux) does not link %s", p)
+		}
+	}
+	// A build without a backend is what a platform without one gets (O1).
+	if deps(t, "anet.dev/anet/cmd/anet-sandboxd", "nobackend")["anet.dev/anet/pkg/sandbox/bwrap"] {
+		t.Error("anet-sandboxd built with nobackend still links bwrap")
+	}
+}
+
 // The model proxy dials its upstream through pkg/egress/direct alone, not through the CONNECT
 // egress package (which holds the tunnel's rules and state).
 func TestModelProxyDoesNotLinkEgress(t *testing.T) {

@@ -27,14 +27,6 @@ const ScanInterval = limits.ScanInterval
 // RunResult is a finished run with what the agent wrote.
 type RunResult = sandbox.RunResult
 
-// Sandbox is anet-sandboxd as the engine uses it.
-type Sandbox interface {
-	// Probe returns the sandbox probe (cached by the helper for five minutes).
-	Probe(ctx context.Context) (sandbox.ProbeResult, error)
-	// Run starts spec and waits for its end; an error means nothing ran.
-	Run(ctx context.Context, spec sandbox.Spec) (RunResult, error)
-}
-
 // Endpoints is anet-egress's per-run endpoint service.
 type Endpoints interface {
 	Open(ctx context.Context, p runpolicy.Policy) (runpolicy.OpenReply, error)
@@ -59,9 +51,11 @@ type Dirs struct {
 
 // Options configure an Engine. Sandbox, Endpoints, Completer and Ledger are required.
 type Options struct {
-	Config    config.AutoReply
-	Dirs      Dirs
-	Sandbox   Sandbox
+	Config config.AutoReply
+	Dirs   Dirs
+	// Sandbox starts every run (anetd's is anet-sandboxd behind pkg/sandbox/remote): the
+	// engine itself never starts a process.
+	Sandbox   sandbox.Launcher
 	Endpoints Endpoints
 	Completer Completer
 	Ledger    Ledger

@@ -116,7 +116,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	stage = "run"
 	started()
 	log.Info("agent starting", "agent", c.Agent, "mode", rs.Mode, "program", prog)
-	res, err := e.o.Sandbox.Run(ctx, rs)
+	res, err := sandbox.RunToEnd(ctx, e.o.Sandbox, rs)
 	if err != nil {
 		// Nothing ran (the helper says so with a reason code).
 		return fail(codeOf(err), err.Error())

@@ -40,9 +40,10 @@ type noSandbox struct{}
 func (noSandbox) Probe(context.Context) (sandbox.ProbeResult, error) {
 	return sandbox.ProbeResult{}, errors.New("unused")
 }
-func (noSandbox) Run(context.Context, sandbox.Spec) (RunResult, error) {
-	return RunResult{}, errors.New("unused")
+func (noSandbox) Start(context.Context, sandbox.Spec, sandbox.Stdio) (sandbox.Run, error) {
+	return nil, errors.New("unused")
 }
+func (noSandbox) StopAll() {}
 func (noSandbox) Open(context.Context, runpolicy.Policy) (runpolicy.OpenReply, error) {
 	return runpolicy.OpenReply{}, errors.New("unused")
 }

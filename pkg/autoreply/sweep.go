@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/linksafe"
 )
 
 // SweepInterval is how often work dirs past their retention are removed (S3).
@@ -32,7 +32,7 @@ func sweepWork(roots []string, retention time.Duration, now time.Time, log *slog
 		if root == "" {
 			continue
 		}
-		removed, err := sandbox.RemoveExpired(root, retention, now)
+		removed, err := linksafe.RemoveExpired(root, retention, now)
 		if err != nil {
 			log.Warn("work retention sweep", "root", root, "err", err)
 		}

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"

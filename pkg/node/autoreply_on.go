@@ -14,6 +14,7 @@ import (
 	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox/remote"
 )
 
 // startAutoReply builds the auto-reply engine over the two helpers, unless Options.Engine
@@ -30,7 +31,7 @@ func (n *Node) startAutoReply(ctx context.Context) error {
 			RunRoot:     filepath.Join(n.paths.CacheDir, "runs"),
 			Hidden:      []string{n.paths.DataDir, n.paths.RuntimeDir, n.paths.ConfigDir},
 		},
-		Sandbox:   SandboxClient{sup: n.sandboxd},
+		Sandbox:   remote.NewClient(n.sandboxd),
 		Endpoints: egressClient{n.egress},
 		Completer: egressClient{n.egress},
 		Ledger:    autoreply.Ledger{Store: n.store, Signer: n.id},

@@ -16,10 +16,11 @@ import (
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/remote"
 	"anet.dev/anet/pkg/store"
 )
 
-func startSandboxd(t *testing.T, path string) SandboxClient {
+func startSandboxd(t *testing.T, path string) *remote.Client {
 	t.Helper()
 	sup := privsep.StartHelper(context.Background(), privsep.HelperSpec{
 		Name: "sandboxd", Path: testharness.Bin(t, "anet-sandboxd"), Args: []string{"serve"},
@@ -29,7 +30,7 @@ func startSandboxd(t *testing.T, path string) SandboxClient {
 	if !testkit.Until(testkit.Wait, func() bool { return sup.Status().State == privsep.StateRunning }) {
 		t.Fatalf("sandboxd not running: %+v", sup.Status())
 	}
-	return SandboxClient{sup: sup}
+	return remote.NewClient(sup)
 }
 
 func runSpec(t *testing.T, argv ...string) sandbox.Spec {
@@ -41,8 +42,8 @@ func runSpec(t *testing.T, argv ...string) sandbox.Spec {
 	}
 }
 
-// anetd starts nothing itself: a run goes through anet-sandboxd, inside the sandbox, and
-// comes back with the agent's output and exit status.
+// anetd starts nothing itself: a run goes through anet-sandboxd (the remote Launcher),
+// inside the sandbox, and comes back with the agent's output and exit status.
 func TestSandboxClientRunsInSandbox(t *testing.T) {
 	c := startSandboxd(t, "/usr/local/bin:/usr/bin:/bin")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -54,7 +55,7 @@ func TestSandboxClientRunsInSandbox(t *testing.T) {
 	spec := runSpec(t, "/bin/sh", "-c", `echo "answer from $(hostname) in $(pwd) with $(cat ~/.agent/config.toml) $(stat -c %a ~/.agent/config.toml)"; echo oops >&2; exit 3`)
 	spec.HomeFiles = []sandbox.HomeFile{{Path: ".agent/config.toml", Mode: 0o600, Content: []byte("model=pinned")}}
 	os.MkdirAll(spec.WorkRoot, 0o700)
-	r, err := c.Run(ctx, spec)
+	r, err := sandbox.RunToEnd(ctx, c, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestSandboxClientFailsClosedWithoutBwrap(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	spec := runSpec(t, "/bin/sh", "-c", "touch "+marker)
 	os.MkdirAll(spec.WorkRoot, 0o700)
-	_, err := c.Run(ctx, spec)
+	_, err := sandbox.RunToEnd(ctx, c, spec)
 	var pe *privsep.Error
 	if !errors.As(err, &pe) || pe.Code != reasons.NoBwrap {
 		t.Fatalf("run without bwrap = %v, want no_bwrap", err)

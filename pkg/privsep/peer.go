@@ -25,6 +25,9 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
+// ReasonCode is the error's code (what sandbox.CodeOf reads from any error that carries one).
+func (e *Error) ReasonCode() reasons.Code { return e.Code }
+
 // Request is what a handler receives.
 type Request struct {
 	Method string

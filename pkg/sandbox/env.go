@@ -22,8 +22,10 @@ import (
 // BaseEnv returns the variables every sandboxed run gets, in a fixed order.
 func BaseEnv() []string { return baseEnv(SandboxHome, SandboxTmp) }
 
-// baseEnv is BaseEnv with the given home and temp dir: a direct run (P4) keeps the
-// operator's.
+// DirectEnv is BaseEnv with the operator's home and temp dir, which a direct run (P4) keeps.
+func DirectEnv(home, tmp string) []string { return baseEnv(home, tmp) }
+
+// baseEnv is BaseEnv with the given home and temp dir.
 func baseEnv(home, tmp string) []string {
 	return []string{
 		"LANG=C.UTF-8",

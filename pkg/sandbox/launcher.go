@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -45,18 +46,26 @@ type Stdio struct {
 	Stdout, Stderr io.Writer
 }
 
-// Launcher starts runs. Implementations: pkg/sandbox/bwrap (Linux) and Direct.
+// Launcher is the one seam between whoever asks for a run and whatever starts it. anetd holds
+// one: pkg/sandbox/remote's Client, which asks anet-sandboxd over its privsep socket. Inside
+// anet-sandboxd, serve answers that client with another (pkg/sandbox/launch: direct runs and
+// the platform's isolation backend), and exec, probe and self-test use the same one.
 type Launcher interface {
 	// Probe checks that sandboxed runs can start here (S7); cached per configuration.
 	Probe(ctx context.Context) (ProbeResult, error)
-	// Start applies spec and starts the run. An error carries a reason code (*reasons.Error)
-	// when it is a sandbox failure an operator can act on.
+	// Start applies spec and starts the run. An error means nothing started; it carries a
+	// reason code (*reasons.Error) when the sandbox is unavailable or failed. A sandboxed
+	// run never starts without a passing probe. Ending ctx stops the run as Run.Stop does.
 	Start(ctx context.Context, spec Spec, stdio Stdio) (Run, error)
+	// StopAll ends every run started through this launcher and returns when they are gone
+	// (anet-sandboxd on SIGTERM or EOF of its socket: every run ends with it).
+	StopAll()
 }
 
 // Run is a started run.
 type Run interface {
 	// Wait blocks until every process of the run is gone and its per-run dirs are deleted.
+	// It may be called more than once.
 	Wait() Outcome
 	// Stop ends the run now (TERM, grace, KILL); Wait reports it.
 	Stop()
@@ -65,7 +74,7 @@ type Run interface {
 // Outcome is how a run ended.
 type Outcome struct {
 	// ExitCode is the agent's exit status; 128+n when a signal n ended it (shell convention,
-	// as init reports it from inside the pid namespace). -1 when the run never started.
+	// as init reports it from inside the pid namespace). -1 when the agent never ran.
 	ExitCode int `json:"exit_code"`
 	// Signal is the signal that ended the agent, 0 when it exited.
 	Signal int `json:"signal,omitempty"`
@@ -73,26 +82,23 @@ type Outcome struct {
 	Limit reasons.Code `json:"limit,omitempty"`
 	// Cgroup says whether memory/task limits were in force.
 	Cgroup CgroupLimits `json:"cgroup"`
-	// Err is a launcher failure (with a reason code when the sandbox failed).
+	// Err is a launcher failure after the start (with a reason code when the sandbox
+	// failed, or the launcher's helper went away).
 	Err error `json:"-"`
 	// Detail is a human-readable line (never a secret).
 	Detail string `json:"detail,omitempty"`
 }
 
-// Check is one probe property (S7) with its outcome.
-type Check struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-}
-
-// ProbeResult is the outcome of a probe.
+// ProbeResult is the outcome of a probe: the shared check shape (pkg/check: ok and checks)
+// with the sandbox's own fields beside it.
 type ProbeResult struct {
 	OK bool `json:"ok"`
+	// Checks are the S7 properties. A probe that could not get as far as checking them has
+	// one failed check, "sandbox", with the reason.
+	Checks []check.Check `json:"checks"`
 	// Code is the reason the sandbox is unavailable when !OK.
 	Code   reasons.Code `json:"code,omitempty"`
 	Detail string       `json:"detail,omitempty"`
-	Checks []Check      `json:"checks"`
 	// Limits is "full" or "none"; Warnings carries no_cgroup_limits in the latter case.
 	Limits   CgroupLimits   `json:"limits"`
 	Warnings []reasons.Code `json:"warnings,omitempty"`
@@ -100,6 +106,23 @@ type ProbeResult struct {
 	ConfigHash string    `json:"config_hash"`
 	At         time.Time `json:"at"`
 	Cached     bool      `json:"cached,omitempty"`
+}
+
+// CheckSandbox names the check of a probe that could not run its checks at all.
+const CheckSandbox = "sandbox"
+
+// ProbeFailed is a probe that could not run its checks: the sandbox is unavailable with code.
+func ProbeFailed(code reasons.Code, detail string) ProbeResult {
+	if code == "" {
+		code = reasons.SandboxStartFailed
+	}
+	return ProbeResult{OK: false, Code: code, Detail: detail, At: time.Now(),
+		Checks: []check.Check{check.Fail(CheckSandbox, "S7", code, detail)}}
+}
+
+// Report is the probe in the shared check shape.
+func (p ProbeResult) Report() check.Report {
+	return check.Report{OK: p.OK && check.AllOK(p.Checks), Checks: p.Checks}
 }
 
 // Err returns the probe failure as a *reasons.Error, or nil.
@@ -126,11 +149,16 @@ func ConfigHash(parts ...[]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// CodeOf returns the reason code carried by err, or "" when it has none.
+// CodeOf returns the reason code carried by err (a *reasons.Error, or an error that crossed
+// a helper socket with its code), or "" when it has none.
 func CodeOf(err error) reasons.Code {
 	var re *reasons.Error
 	if errors.As(err, &re) {
 		return re.Code
+	}
+	var ce interface{ ReasonCode() reasons.Code }
+	if errors.As(err, &ce) {
+		return ce.ReasonCode()
 	}
 	return ""
 }

@@ -1,8 +1,9 @@
-// Package sandbox is the platform-neutral side of the agent launcher: the serialisable run
-// spec and its validation, resource limits, the Launcher/Run seam that anet-sandboxd's serve
-// loop and `exec` drive, the probe cache, and the mapping of launcher failures to reason codes
-// (F2). Platform code lives in sub-packages (pkg/sandbox/bwrap on Linux); link-safe directory
-// handling shared by every mode lives here (paths_linux.go).
+// Package sandbox is the platform-neutral side of the agent launcher, and all of it that
+// anetd links: the serialisable run spec and its validation, resource limits, the
+// Launcher/Run seam (launcher.go), the wire format anetd and anet-sandboxd speak over it
+// (wire.go), the probe cache, and the mapping of launcher failures to reason codes (F2).
+// Nothing here starts a process: that is pkg/sandbox/launch and its backends
+// (pkg/sandbox/bwrap on Linux), linked only by anet-sandboxd (internal/boundaries checks it).
 package sandbox
 
 import (

@@ -1,15 +1,24 @@
 package sandbox
 
-import "anet.dev/anet/pkg/reasons"
+import (
+	"context"
+	"sync"
 
-// Methods anet-sandboxd answers over its privsep socket, beside hello/status/shutdown.
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Methods anet-sandboxd answers over its privsep socket, beside hello/status/shutdown. They
+// are the Launcher seam on the wire (pkg/sandbox/remote has both ends).
 const (
 	// MethodProbe returns a ProbeResult (cached five minutes).
 	MethodProbe = "probe"
-	// MethodRun starts a RunRequest with two descriptors (the agent's stdout and stderr)
-	// and answers a WireOutcome when every process of the run is gone.
+	// MethodRun starts a RunRequest with two descriptors (the agent's stdout and stderr) and
+	// answers once the run has started (Launcher.Start); an error means nothing started.
 	MethodRun = "run"
-	// MethodRunStop ends the run named by a StopRequest.
+	// MethodRunWait answers the WireOutcome of the run named by a RunID when every process
+	// of it is gone (Run.Wait).
+	MethodRunWait = "run.wait"
+	// MethodRunStop ends the run named by a RunID (Run.Stop).
 	MethodRunStop = "run.stop"
 )
 
@@ -18,8 +27,8 @@ type RunRequest struct {
 	Spec Spec `json:"spec"`
 }
 
-// StopRequest is the body of MethodRunStop.
-type StopRequest struct {
+// RunID is the body of MethodRunWait and MethodRunStop.
+type RunID struct {
 	ID string `json:"id"`
 }
 
@@ -40,9 +49,71 @@ func NewWireOutcome(o Outcome) WireOutcome {
 	return w
 }
 
+// Decode is the Outcome again, its error with the text and reason code it was sent with.
+func (w WireOutcome) Decode() Outcome {
+	o := w.Outcome
+	if w.Error != "" || w.Code != "" {
+		o.Err = &codedError{code: w.Code, msg: w.Error}
+	}
+	return o
+}
+
+// codedError is an error that crossed a process boundary: its text as sent, and its code.
+type codedError struct {
+	code reasons.Code
+	msg  string
+}
+
+func (e *codedError) Error() string            { return e.msg }
+func (e *codedError) ReasonCode() reasons.Code { return e.code }
+
+// MaxOutput bounds what is kept of a run's stdout and of its stderr: an agent's answer and
+// its error lines are far smaller, and anetd must not hold what a run chooses to write.
+const MaxOutput = 1 << 20
+
 // RunResult is a finished run as anetd sees it: the outcome, and what the agent wrote to
-// stdout and stderr (read back from the descriptors passed with MethodRun, capped).
+// stdout and stderr (each cut at MaxOutput).
 type RunResult struct {
 	Outcome        WireOutcome
 	Stdout, Stderr []byte
+}
+
+// RunToEnd starts spec through l and waits for the run to end. An error, with the launcher's
+// reason code, means the run gave no outcome: it did not start, or the helper that ran it
+// went away first (helper_down; the helper ends its runs as it goes). Otherwise the run's
+// outcome and output come back, whatever the agent did.
+func RunToEnd(ctx context.Context, l Launcher, spec Spec) (RunResult, error) {
+	stdout, stderr := &cappedBuffer{max: MaxOutput}, &cappedBuffer{max: MaxOutput}
+	r, err := l.Start(ctx, spec, Stdio{Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		return RunResult{}, err
+	}
+	o := r.Wait()
+	if CodeOf(o.Err) == reasons.HelperDown {
+		return RunResult{}, o.Err
+	}
+	return RunResult{Outcome: NewWireOutcome(o), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
+}
+
+// cappedBuffer keeps the first max bytes written and drops the rest, reporting every write as
+// complete so the writer is never stopped by the cap.
+type cappedBuffer struct {
+	mu  sync.Mutex // a launcher may write stdout and stderr from goroutines of its own
+	max int
+	b   []byte
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b
 }

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/check"
 )
 
 // Result is the outcome of one attack or check.
@@ -44,11 +46,25 @@ type Result struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// Check is the result in the shared check shape (pkg/check): ok when blocked, the way it was
+// stopped ("EPERM", "signal SIGSYS", "succeeded") leading the detail.
+func (r Result) Check() check.Check {
+	c := check.Check{Name: r.Name, Requirement: r.Requirement, OK: r.Blocked, Detail: r.How}
+	if r.Detail != "" {
+		c.Detail += ": " + r.Detail
+	}
+	return c
+}
+
+// Command is anet-sandboxd's hidden subcommand that runs the battery inside a sandbox:
+// `anet-sandboxd attack [--json] NAME…|all`.
+const Command = "attack"
+
 // ChildFlag is the argument after `attack` that marks a child run.
 const ChildFlag = "--child"
 
 // DefaultChildArgv re-executes the running binary as `attack --child`; Run appends NAME.
-var DefaultChildArgv = []string{"/proc/self/exe", "attack", ChildFlag}
+var DefaultChildArgv = []string{"/proc/self/exe", Command, ChildFlag}
 
 // DefaultExternalAddr is a public address used when Env.ExternalAddr is empty.
 const DefaultExternalAddr = "1.1.1.1:443"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+
+	"anet.dev/anet/pkg/check"
 )
 
 // battery is empty off Linux: the Linux sandbox is the only one this battery attacks.
@@ -15,4 +17,13 @@ var battery []entry
 func ChildMain(name string, stdout io.Writer) int {
 	fmt.Fprintf(stdout, "attack children are not supported on %s\n", runtime.GOOS)
 	return 2
+}
+
+// ProbeChecks is unsupported off Linux: every check fails and says so.
+func ProbeChecks(ProbeTargets) []check.Check {
+	var out []check.Check
+	for _, n := range []string{CheckLoopback, CheckHostTCP, CheckHostAbstract, CheckKeyring, CheckUserns} {
+		out = append(out, probeFailed(n, "the in-sandbox checks are not supported on "+runtime.GOOS))
+	}
+	return out
 }

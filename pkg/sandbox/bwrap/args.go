@@ -1,7 +1,7 @@
-// Package bwrap is the Linux launcher: it renders a sandbox.Spec into bubblewrap arguments
-// (Args, a pure function), applies the spec (link-safe dirs, seccomp memfds, cgroup limits,
-// exec), watches the run (wall clock, disk), and holds the in-sandbox halves: init (pid 1,
-// the loopback bridge) and the probe checks (S7).
+// Package bwrap is the Linux isolation backend of pkg/sandbox/launch (registered as "bwrap"):
+// it renders a sandbox.Spec into bubblewrap arguments (Args, a pure function), applies the
+// spec (link-safe dirs, seccomp memfds, cgroup limits, exec) and probes (S7). The run's pid 1
+// and loopback bridge are pkg/sandbox/runinit; the in-sandbox checks are pkg/sandbox/attack's.
 package bwrap
 
 import (

@@ -5,9 +5,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/attack"
@@ -77,13 +79,13 @@ func TestAttackBattery(t *testing.T) {
 		flags = append(flags, "--env", kv)
 	}
 	r := h.exec(h.bin, flags, h.bin, "attack", "--json", "all")
-	results := map[string]attack.Result{}
-	for _, l := range readLines(r.stdout) {
-		var res attack.Result
-		if err := json.Unmarshal([]byte(l), &res); err != nil {
-			t.Fatalf("battery output line %q: %v (stderr %s)", l, err, r.stderr)
-		}
-		results[res.Name] = res
+	var rep check.Report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("battery output %q: %v (stderr %s)", r.stdout, err, r.stderr)
+	}
+	results := map[string]check.Check{}
+	for _, c := range rep.Checks {
+		results[c.Name] = c
 	}
 	for _, name := range attack.Names() {
 		t.Run(name, func(t *testing.T) {
@@ -91,10 +93,10 @@ func TestAttackBattery(t *testing.T) {
 			if !ok {
 				t.Fatalf("attack %s: no result (exit %d, stderr %s)", name, r.code, r.stderr)
 			}
-			if !res.Blocked {
-				t.Fatalf("attack %s (%s) = not blocked: how %q, %s", name, res.Requirement, res.How, res.Detail)
+			if !res.OK {
+				t.Fatalf("attack %s (%s) = not blocked: %s", name, res.Requirement, res.Detail)
 			}
-			t.Logf("%s blocked: %s %s", name, res.How, res.Detail)
+			t.Logf("%s blocked: %s", name, res.Detail)
 		})
 	}
 	t.Run("covers every required attack", func(t *testing.T) {
@@ -168,10 +170,21 @@ func (h *host) probe(bin, weaken string) (sandbox.ProbeResult, int) {
 	return res, r.code
 }
 
+// selfTest reads `self-test --json`: the shared check shape.
 type selfTest struct {
-	OK      bool            `json:"ok"`
-	Attacks []attack.Result `json:"attacks"`
-	Detail  string          `json:"detail"`
+	check.Report
+	Limits string `json:"limits"`
+}
+
+// attacks returns the battery's checks by attack name.
+func (s selfTest) attacks() map[string]check.Check {
+	out := map[string]check.Check{}
+	for _, c := range s.Checks {
+		if name, ok := strings.CutPrefix(c.Name, "attack."); ok {
+			out[name] = c
+		}
+	}
+	return out
 }
 
 // TestSelfTest: `self-test` exits 0 on this host, and non-zero with a deliberately weakened
@@ -183,8 +196,9 @@ func TestSelfTest(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatalf("self-test output %q: %v (stderr %s)", r.stdout, err, r.stderr)
 	}
-	if r.code != 0 || !st.OK || len(st.Attacks) != len(attack.Names()) {
-		t.Fatalf("self-test = exit %d ok %v with %d results (%s), want 0, true, %d", r.code, st.OK, len(st.Attacks), st.Detail, len(attack.Names()))
+	if r.code != 0 || !st.OK || len(st.attacks()) != len(attack.Names()) || len(st.Checks) != len(attack.Names())+5 || st.Limits != "full" {
+		t.Fatalf("self-test = exit %d ok %v with %d attack results of %d checks, limits %q; want 0, true, %d attacks and 5 probe checks, full:\n%s",
+			r.code, st.OK, len(st.attacks()), len(st.Checks), st.Limits, len(attack.Names()), r.stdout)
 	}
 	weak := testharness.Bin(t, "anet-sandboxd-weak")
 	cases := []struct{ weaken, open string }{
@@ -204,15 +218,13 @@ func TestSelfTest(t *testing.T) {
 			if r.code == 0 || st.OK {
 				t.Fatalf("weakened (%s) self-test = exit %d ok %v, want a failure", c.weaken, r.code, st.OK)
 			}
-			for _, a := range st.Attacks {
-				if a.Name == c.open {
-					if a.Blocked {
-						t.Fatalf("weakened (%s): %s still blocked (%s)", c.weaken, c.open, a.How)
-					}
-					return
-				}
+			a, ok := st.attacks()[c.open]
+			if !ok {
+				t.Fatalf("weakened (%s): no result for %s", c.weaken, c.open)
 			}
-			t.Fatalf("weakened (%s): no result for %s", c.weaken, c.open)
+			if a.OK {
+				t.Fatalf("weakened (%s): %s still blocked (%s)", c.weaken, c.open, a.Detail)
+			}
 		})
 	}
 }

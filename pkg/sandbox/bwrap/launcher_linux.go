@@ -7,13 +7,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
-// Config configures the Linux launcher. Zero fields take defaults.
+// Name is the backend's name in pkg/sandbox/launch's registry.
+const Name = "bwrap"
+
+func init() {
+	launch.Register(Name, func(o launch.Options) (launch.Backend, error) {
+		return New(Config{Self: o.Self, Log: o.Log})
+	})
+}
+
+// Config configures the Linux backend. Zero fields take defaults.
 type Config struct {
 	// Bwrap is the bubblewrap binary; "" looks up "bwrap" in PATH.
 	Bwrap string
@@ -30,23 +39,19 @@ type Config struct {
 	Log *slog.Logger
 }
 
-// Launcher is the bwrap implementation of sandbox.Launcher.
-type Launcher struct {
+// Backend is the bwrap isolation backend (launch.Backend): pkg/sandbox/launch gates its runs
+// on the probe, caches the probe and tracks the runs.
+type Backend struct {
 	cfg    Config
 	mech   Mechanism
 	unsafe Weakening
-
-	cache sandbox.ProbeCache
-
-	mu   sync.Mutex // guards runs
-	runs map[*run]bool
 }
 
-var _ sandbox.Launcher = (*Launcher)(nil)
+var _ launch.Backend = (*Backend)(nil)
 
-// New returns a launcher. It fails only on an unusable Self; a missing bwrap is reported by
+// New returns the backend. It fails only on an unusable Self; a missing bwrap is reported by
 // Probe and Start as no_bwrap so the caller can show it.
-func New(cfg Config) (*Launcher, error) {
+func New(cfg Config) (*Backend, error) {
 	if cfg.Self == "" {
 		p, err := os.Executable()
 		if err != nil {
@@ -68,7 +73,7 @@ func New(cfg Config) (*Launcher, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	l := &Launcher{cfg: cfg, unsafe: testWeakening(), runs: map[*run]bool{}}
+	l := &Backend{cfg: cfg, unsafe: testWeakening()}
 	if cfg.Limits != nil {
 		l.mech = *cfg.Limits
 	} else {
@@ -78,10 +83,10 @@ func New(cfg Config) (*Launcher, error) {
 }
 
 // Mechanism returns the limits mechanism in use.
-func (l *Launcher) Mechanism() Mechanism { return l.mech }
+func (l *Backend) Mechanism() Mechanism { return l.mech }
 
 // bwrapPath resolves bubblewrap or returns no_bwrap.
-func (l *Launcher) bwrapPath() (string, error) {
+func (l *Backend) bwrapPath() (string, error) {
 	name := l.cfg.Bwrap
 	if name == "" {
 		name = "bwrap"
@@ -91,23 +96,6 @@ func (l *Launcher) bwrapPath() (string, error) {
 		return "", reasons.New(reasons.NoBwrap, err.Error())
 	}
 	return p, nil
-}
-
-// KillAll ends every run now (SIGTERM or EOF of fd 3 in serve; S4) and waits for
-// them to be gone.
-func (l *Launcher) KillAll() {
-	l.mu.Lock()
-	runs := make([]*run, 0, len(l.runs))
-	for r := range l.runs {
-		runs = append(runs, r)
-	}
-	l.mu.Unlock()
-	for _, r := range runs {
-		r.kill()
-	}
-	for _, r := range runs {
-		r.Wait()
-	}
 }
 
 // systemDirs lists the DefaultSystemDirs present on the host, as dirs or as their symlinks.

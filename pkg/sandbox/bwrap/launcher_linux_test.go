@@ -15,17 +15,27 @@ import (
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
-func newLauncher(t *testing.T) *bwrap.Launcher {
+// newLauncher is the Launcher anet-sandboxd's serve uses, with this backend.
+func newLauncher(t *testing.T) *launch.Launcher {
 	t.Helper()
 	newHost(t) // host checks: bwrap and a delegated cgroup
-	l, err := bwrap.New(bwrap.Config{Self: testharness.Bin(t, "anet-sandboxd")})
+	self := testharness.Bin(t, "anet-sandboxd")
+	b, err := bwrap.New(bwrap.Config{Self: self})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Mechanism().Mode != bwrap.LimitsV1 {
-		t.Fatalf("limits mechanism = %+v, want cgroup1 (the harness delegates v1 memory+pids)", l.Mechanism())
+	if b.Mechanism().Mode != bwrap.LimitsV1 {
+		t.Fatalf("limits mechanism = %+v, want cgroup1 (the harness delegates v1 memory+pids)", b.Mechanism())
+	}
+	l, err := launch.New(launch.Options{Backend: bwrap.Name, Self: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.BackendName() != bwrap.Name {
+		t.Fatalf("launcher backend = %q, want %s", l.BackendName(), bwrap.Name)
 	}
 	return l
 }
@@ -75,8 +85,8 @@ func TestRelayHalfClose(t *testing.T) {
 	}
 }
 
-// TestKillAll: ending the launcher's runs (serve on SIGTERM or EOF of fd 3) leaves nothing.
-func TestKillAll(t *testing.T) {
+// TestStopAll: ending the launcher's runs (serve on SIGTERM or EOF of fd 3) leaves nothing.
+func TestStopAll(t *testing.T) {
 	l := newLauncher(t)
 	n := uniqueSleep()
 	var runs []sandbox.Run
@@ -90,14 +100,14 @@ func TestKillAll(t *testing.T) {
 		runs = append(runs, r)
 	}
 	testkit.WaitWithin(t, "runs started", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
-	l.KillAll()
+	l.StopAll()
 	for _, r := range runs {
 		if o := r.Wait(); o.ExitCode != 128+9 {
 			t.Errorf("killed run outcome = %+v, want exit %d", o, 128+9)
 		}
 	}
 	if markerAlive("sleep " + n) {
-		t.Fatalf("a process survived KillAll")
+		t.Fatalf("a process survived StopAll")
 	}
 }
 

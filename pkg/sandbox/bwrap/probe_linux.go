@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -15,27 +14,22 @@ import (
 	"sync/atomic"
 	"time"
 
+	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/attack"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
 // ProbeCommand is the subcommand the probe runs inside the sandbox: `anet-sandboxd probe
 // --inside --targets JSON`.
 const ProbeCommand = "probe"
 
-// Probe implements sandbox.Launcher: a cached (5 min per configuration) run of the S7 checks
-// in a sandbox built exactly like a run's.
-func (l *Launcher) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
-	hash, err := l.ConfigHash()
-	if err != nil {
-		return l.failed(sandbox.CodeOf(err), err.Error()), nil
-	}
-	return l.cache.Get(ctx, hash, l.ProbeUncached)
-}
-
-// ConfigHash identifies the sandbox configuration: bwrap, the rendered argv template, the
-// seccomp programs and the limits mechanism. A change of any of them invalidates the cache.
-func (l *Launcher) ConfigHash() (string, error) {
+// ConfigHash implements launch.Backend. It identifies the sandbox configuration: bwrap, the
+// rendered argv template, the seccomp programs and the limits mechanism. A change of any of
+// them invalidates the probe cache.
+func (l *Backend) ConfigHash() (string, error) {
 	bw, err := l.bwrapPath()
 	if err != nil {
 		return "", err
@@ -56,16 +50,10 @@ func (l *Launcher) ConfigHash() (string, error) {
 	return sandbox.ConfigHash(parts...), nil
 }
 
-func (l *Launcher) failed(code reasons.Code, detail string) sandbox.ProbeResult {
-	if code == "" {
-		code = reasons.SandboxStartFailed
-	}
-	return sandbox.ProbeResult{OK: false, Code: code, Detail: detail, At: time.Now()}
-}
-
-// ProbeUncached runs the probe now: the host opens the canaries (a TCP listener on its
-// loopback, an abstract socket with a random name, an echo endpoint) and closes them after.
-func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, error) {
+// Probe implements launch.Backend: the S7 checks, run now in a sandbox built exactly like a
+// run's. The host opens the canaries (a TCP listener on its loopback, an abstract socket with
+// a random name, an echo endpoint) and closes them after.
+func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	res := sandbox.ProbeResult{At: time.Now(), Limits: sandbox.CgroupNone}
 	if l.mech.Mode == LimitsNone {
 		res.Warnings = append(res.Warnings, reasons.NoCgroupLimits)
@@ -76,10 +64,10 @@ func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, erro
 	}
 	defer can.close()
 	relayPort := 47000 + int(randUint16()%2000)
-	targets := ProbeTargets{HostPort: can.tcpPort, Abstract: can.abstract, RelayPort: relayPort}
+	targets := attack.ProbeTargets{HostPort: can.tcpPort, Abstract: can.abstract, RelayPort: relayPort}
 	tj, _ := json.Marshal(targets)
 
-	id := "probe-" + randHex(6)
+	id := launch.RandomName("probe-", 6)
 	spec := sandbox.Spec{
 		ID: id, Mode: sandbox.ModeSandbox,
 		Argv:     []string{sandbox.SandboxSelf, ProbeCommand, "--inside", "--targets", string(tj)},
@@ -88,12 +76,12 @@ func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, erro
 		Limits: sandbox.Limits{WallClock: 30 * time.Second, Grace: time.Second},
 	}
 	fail := func(code reasons.Code, detail string) (sandbox.ProbeResult, error) {
-		r := l.failed(code, detail)
+		r := sandbox.ProbeFailed(code, detail)
 		r.Warnings = res.Warnings
 		return r, nil
 	}
 	var stdout, stderr bytes.Buffer
-	run, err := l.start(ctx, spec, sandbox.Stdio{Stdout: &stdout, Stderr: &stderr})
+	run, err := l.Start(ctx, spec, sandbox.Stdio{Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		return fail(sandbox.CodeOf(err), err.Error())
 	}
@@ -106,15 +94,18 @@ func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, erro
 		return fail(reasons.SandboxStartFailed, fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, lastLine(stderr.String())))
 	}
 	if n := can.tcpHits.Load(); n > 0 {
-		res.Checks = append(res.Checks, sandbox.Check{Name: "host_tcp_canary", OK: false,
-			Detail: fmt.Sprintf("the host canary listener accepted %d connection(s) from the sandbox", n)})
+		res.Checks = append(res.Checks, check.Fail("host_tcp_canary", "S2", reasons.NetnsFailed,
+			fmt.Sprintf("the host canary listener accepted %d connection(s) from the sandbox", n)))
 	}
 	res.OK = true
-	for _, c := range res.Checks {
+	for i, c := range res.Checks {
 		if !c.OK {
+			// The code is the host's verdict, whatever the sandbox side wrote.
+			c.Code = attack.ProbeCheckCode(c.Name)
+			res.Checks[i] = c
 			res.OK = false
 			if res.Code == "" {
-				res.Code = checkCode(c.Name)
+				res.Code = c.Code
 				res.Detail = c.Name + ": " + c.Detail
 			}
 		}
@@ -132,16 +123,6 @@ func hasCode(cs []reasons.Code, c reasons.Code) bool {
 		}
 	}
 	return false
-}
-
-// checkCode maps a failed S7 check to its reason code (F2).
-func checkCode(name string) reasons.Code {
-	switch name {
-	case CheckKeyring, CheckUserns:
-		return reasons.SeccompFailed
-	default:
-		return reasons.NetnsFailed
-	}
 }
 
 type canaries struct {
@@ -176,12 +157,12 @@ func openCanaries() (*canaries, error) {
 			conn.Close()
 		}
 	}()
-	c.abstract = "anet-probe-" + randHex(12)
+	c.abstract = launch.RandomName("anet-probe-", 12)
 	if c.abs, err = net.Listen("unix", "@"+c.abstract); err != nil {
 		c.close()
 		return nil, fmt.Errorf("abstract canary: %w", err)
 	}
-	go acceptClose(c.abs)
+	go launch.DrainListener(c.abs)
 	c.endpoint = filepath.Join(dir, "endpoint.sock")
 	if c.ep, err = net.Listen("unix", c.endpoint); err != nil {
 		c.close()
@@ -226,29 +207,13 @@ func shortTempDir(prefix string) (string, error) {
 	return "", fmt.Errorf("probe dir: %w", last)
 }
 
-func acceptClose(ln net.Listener) {
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		conn.Close()
-	}
-}
-
 func (c *canaries) close() {
 	for _, ln := range []net.Listener{c.tcp, c.abs, c.ep} {
 		if ln != nil {
 			ln.Close()
 		}
 	}
-	_ = sandbox.RemovePath(c.dir)
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	_ = linksafe.RemovePath(c.dir)
 }
 
 func randUint16() uint16 {

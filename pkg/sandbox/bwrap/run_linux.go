@@ -16,8 +16,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
+	"anet.dev/anet/pkg/sandbox/memfd"
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
@@ -28,70 +31,52 @@ const (
 
 // run is one started sandboxed run.
 type run struct {
-	l      *Launcher
+	l      *Backend
 	spec   sandbox.Spec
 	lim    sandbox.Limits
 	cmd    *exec.Cmd
 	leaf   *leaf
 	runDir string   // <RunRoot>/<ID>: home, tmp (and the work dir when ephemeral)
-	lock   *os.File // flock on runDir while the run lives (see sandbox.SweepRunRoot)
+	lock   *os.File // flock on runDir while the run lives (see linksafe.SweepRunRoot)
 	dirs   []string
 	stderr *tailWriter
+	w      *launch.Watch
 
 	childPid   chan int      // init's host pid, from --json-status-fd
 	statusDone chan struct{} // closed when bwrap's status pipe reached EOF
-	done       chan struct{}
 
 	mu       sync.Mutex // guards the fields below
-	limit    reasons.Code
 	exitCode int
 	gotExit  bool
 	pidfd    int   // init's pidfd once confined, else -1
 	setupErr error // a failure after the process started (limits not read back)
-	killed   bool  // we SIGKILLed the run (limit, Stop, KillAll)
 	outcome  sandbox.Outcome
 }
 
-// Start applies spec: link-safe dirs, seccomp memfds, cgroup limits, then bwrap → init →
-// agent. bwrap's child waits on --block-fd until confine has applied the rlimits and cgroups,
-// so every limit is in place before any sandbox code runs.
-//
-// A sandboxed run never starts without a passing probe (fresh or cached, S7, P2):
-// a failed probe is returned as its *reasons.Error.
-func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+// Start implements launch.Backend: it applies spec (link-safe dirs, seccomp memfds, cgroup
+// limits), then bwrap → init → agent. bwrap's child waits on --block-fd until confine has
+// applied the rlimits and cgroups, so every limit is in place before any sandbox code runs.
+// The probe gate is the Launcher's (pkg/sandbox/launch); the probe's own run starts here too.
+func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if spec.Mode == sandbox.ModeDirect {
-		return sandbox.StartDirect(ctx, spec, stdio)
-	}
-	res, err := l.Probe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !res.OK {
-		return nil, res.Err()
-	}
-	return l.start(ctx, spec, stdio)
-}
-
-// start is Start without the probe (the probe's own run, and self-test's battery).
-func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
+	if spec.Mode != sandbox.ModeSandbox {
+		return nil, fmt.Errorf("start %s: mode %q is not sandboxed", spec.ID, spec.Mode)
 	}
 	bw, err := l.bwrapPath()
 	if err != nil {
 		return nil, err
 	}
-	r := &run{l: l, spec: spec, lim: spec.Limits.WithDefaults(), pidfd: -1, childPid: make(chan int, 1), statusDone: make(chan struct{}), done: make(chan struct{})}
+	r := &run{l: l, spec: spec, lim: spec.Limits.WithDefaults(), pidfd: -1, childPid: make(chan int, 1), statusDone: make(chan struct{})}
+	r.w = launch.NewWatch(r.lim, func() { r.signalInit(unix.SIGTERM) }, r.kill, r.overDisk)
 	var files []*os.File
 	closeFiles := func() {
 		for _, f := range files {
 			f.Close()
 		}
 	}
-	fail := func(err error) (sandbox.Run, error) {
+	fail := func(err error) (launch.Run, error) {
 		closeFiles()
 		r.leaf.kill()
 		r.leaf.remove()
@@ -133,7 +118,7 @@ func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 		files = append(files, f)
 	}
 	if len(spec.Env) > 0 {
-		f, err := sandbox.SealedMemfd("anet-env", []byte(strings.Join(spec.Env, "\x00")+"\x00"))
+		f, err := memfd.Sealed("anet-env", []byte(strings.Join(spec.Env, "\x00")+"\x00"))
 		if err != nil {
 			return fail(fmt.Errorf("start %s: env: %w", spec.ID, err))
 		}
@@ -202,14 +187,14 @@ func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 	go r.readStatus(statusR)
 	if err := r.confine(); err != nil {
 		r.setupErr = err
-		r.kill()
+		r.w.Kill()
 	}
 	if r.setupErr == nil && l.mech.Mode == LimitsSystemd {
 		// Fail closed: limits that cannot be read back from the run's own cgroup are not
 		// in force, and this run was promised them.
 		if err := systemdReadBack(cmd.Process.Pid, r.lim); err != nil {
 			r.setupErr = err
-			r.kill()
+			r.w.Kill()
 		} else {
 			cgroup = sandbox.CgroupFull
 		}
@@ -218,9 +203,6 @@ func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 		_, _ = blockW.Write([]byte{1}) // the sandbox child may now exec init
 	}
 	r.outcome.Cgroup = cgroup
-	l.mu.Lock()
-	l.runs[r] = true
-	l.mu.Unlock()
 	l.cfg.Log.Info("run started", "id", spec.ID, "mode", spec.Mode, "limits", l.mech.Mode, "cgroup", cgroup, "argv0", prog)
 
 	go r.watch(ctx)
@@ -274,12 +256,12 @@ func (r *run) confine() error {
 // makeDirs creates <RunRoot>/<ID>/{home,tmp[,work]} fresh and the work dir, all link-safe.
 func (r *run) makeDirs(lay *Layout) error {
 	spec := r.spec
-	root, rootF, err := sandbox.MkdirUnder(spec.RunRoot, "", 0o700)
+	root, rootF, err := linksafe.MkdirUnder(spec.RunRoot, "", 0o700)
 	if err != nil {
 		return fmt.Errorf("start %s: run root: %w", spec.ID, err)
 	}
 	defer rootF.Close()
-	if removed, err := sandbox.SweepRunRoot(root, time.Minute); err != nil || len(removed) > 0 {
+	if removed, err := linksafe.SweepRunRoot(root, time.Minute); err != nil || len(removed) > 0 {
 		r.l.cfg.Log.Warn("swept run dirs of a killed launcher", "removed", removed, "err", err)
 	}
 	// A leftover run dir may hold what an earlier run planted: never reuse one.
@@ -287,7 +269,7 @@ func (r *run) makeDirs(lay *Layout) error {
 		return fmt.Errorf("start %s: run dir %s: %w", spec.ID, filepath.Join(root, spec.ID), err)
 	}
 	r.runDir = filepath.Join(root, spec.ID)
-	if r.lock, err = sandbox.LockRunDir(r.runDir); err != nil {
+	if r.lock, err = linksafe.LockRunDir(r.runDir); err != nil {
 		return fmt.Errorf("start %s: %w", spec.ID, err)
 	}
 	sub := []string{"home", "tmp"}
@@ -295,7 +277,7 @@ func (r *run) makeDirs(lay *Layout) error {
 		sub = append(sub, "work")
 	}
 	for _, s := range sub {
-		p, f, err := sandbox.MkdirUnder(root, spec.ID+"/"+s, 0o700)
+		p, f, err := linksafe.MkdirUnder(root, spec.ID+"/"+s, 0o700)
 		if err != nil {
 			return fmt.Errorf("start %s: %w", spec.ID, err)
 		}
@@ -303,13 +285,13 @@ func (r *run) makeDirs(lay *Layout) error {
 		r.dirs = append(r.dirs, p)
 	}
 	lay.Home, lay.Tmp = r.dirs[0], r.dirs[1]
-	if err := sandbox.WriteHomeFiles(lay.Home, spec.HomeFiles); err != nil {
+	if err := linksafe.WriteHomeFiles(lay.Home, spec.HomeFiles); err != nil {
 		return fmt.Errorf("start %s: %w", spec.ID, err)
 	}
 	if spec.WorkRoot == "" {
 		lay.Work = r.dirs[2]
 	} else {
-		p, f, err := sandbox.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
+		p, f, err := linksafe.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
 		if err != nil {
 			return fmt.Errorf("start %s: work dir: %w", spec.ID, err)
 		}
@@ -322,7 +304,7 @@ func (r *run) makeDirs(lay *Layout) error {
 
 func (r *run) cleanupDirs() {
 	if r.runDir != "" {
-		if err := sandbox.RemovePath(r.runDir); err != nil {
+		if err := linksafe.RemovePath(r.runDir); err != nil {
 			r.l.cfg.Log.Warn("run cleanup", "id", r.spec.ID, "err", err)
 		}
 	}
@@ -356,34 +338,10 @@ func (r *run) readStatus(f *os.File) {
 	}
 }
 
-// watch enforces the wall clock and the disk limit, then collects the outcome.
+// watch runs the shared watch loop (wall clock, cancel, the disk limit), then collects the
+// outcome.
 func (r *run) watch(ctx context.Context) {
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- r.cmd.Wait() }()
-	wall := time.NewTimer(r.lim.WallClock)
-	defer wall.Stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	cancelled := ctx.Done()
-	var err error
-loop:
-	for {
-		select {
-		case err = <-waitErr:
-			break loop
-		case <-wall.C:
-			r.setLimit(sandbox.LimitWallClock)
-			go r.terminate()
-		case <-cancelled:
-			cancelled = nil // once
-			go r.terminate()
-		case <-tick.C:
-			if n, _ := sandbox.DiskUsage(r.dirs...); n > r.lim.Disk {
-				r.setLimit(sandbox.LimitDisk)
-				r.kill()
-			}
-		}
-	}
+	err := r.w.Run(ctx, r.cmd.Wait)
 	// The exit code travels on the status pipe, which bwrap closes when it exits; read it
 	// to the end before judging the outcome. Only bwrap holds the write end.
 	select {
@@ -393,16 +351,16 @@ loop:
 	r.finish(err)
 }
 
-func (r *run) setLimit(c reasons.Code) {
-	r.mu.Lock()
-	if r.limit == "" {
-		r.limit = c
+// overDisk is the watch's poll: the disk limit over home, tmp and work together.
+func (r *run) overDisk() reasons.Code {
+	if n, _ := linksafe.DiskUsage(r.dirs...); n > r.lim.Disk {
+		return sandbox.LimitDisk
 	}
-	r.mu.Unlock()
+	return ""
 }
 
 // signalInit sends sig to the run's pid 1 through its pidfd (a no-op before confine and
-// after finish).
+// after finish). TERM is the polite stop: init forwards it to the agent.
 func (r *run) signalInit(sig unix.Signal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -411,21 +369,8 @@ func (r *run) signalInit(sig unix.Signal) {
 	}
 }
 
-// terminate is the polite stop: TERM to init (it forwards to the agent), KILL after grace.
-func (r *run) terminate() {
-	r.signalInit(unix.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(r.lim.Grace):
-		r.kill()
-	}
-}
-
 // kill ends the whole run: init (so the kernel kills its pid namespace), bwrap, the cgroups.
 func (r *run) kill() {
-	r.mu.Lock()
-	r.killed = true
-	r.mu.Unlock()
 	r.signalInit(unix.SIGKILL)
 	if r.cmd != nil && r.cmd.Process != nil {
 		_ = r.cmd.Process.Kill()
@@ -438,7 +383,8 @@ func (r *run) finish(waitErr error) {
 	r.leaf.kill()
 	r.mu.Lock()
 	o := r.outcome
-	o.Limit = r.limit
+	limit := r.w.Limit()
+	o.Limit = limit
 	if o.Limit == "" {
 		o.Limit = r.leaf.hit()
 	}
@@ -451,7 +397,7 @@ func (r *run) finish(waitErr error) {
 		if o.ExitCode > 128 && o.ExitCode < 128+65 {
 			o.Signal = o.ExitCode - 128
 		}
-	case r.limit != "" || r.killed:
+	case limit != "" || r.w.Killed():
 		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
 	default:
 		msg := strings.TrimSpace(r.stderr.tail())
@@ -472,18 +418,18 @@ func (r *run) finish(waitErr error) {
 		o.Detail = reasons.Text(o.Limit)
 	}
 	r.outcome = o
-	r.l.mu.Lock()
-	delete(r.l.runs, r)
-	r.l.mu.Unlock()
 	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
-	close(r.done)
+	r.w.Finish()
 }
 
 // Wait implements sandbox.Run.
 func (r *run) Wait() sandbox.Outcome {
-	<-r.done
+	<-r.w.Done()
 	return r.outcome
 }
 
 // Stop implements sandbox.Run.
-func (r *run) Stop() { r.terminate() }
+func (r *run) Stop() { r.w.Stop() }
+
+// Kill implements launch.Run.
+func (r *run) Kill() { r.w.Kill() }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/sandbox"
 )
 
@@ -198,7 +199,7 @@ func TestPlantedSymlinks(t *testing.T) {
 		}
 	}
 	// Retention of the work root removes the links, not their targets.
-	removed, err := sandbox.RemoveExpired(filepath.Dir(filepath.Dir(work)), time.Minute, time.Now().Add(time.Hour))
+	removed, err := linksafe.RemoveExpired(filepath.Dir(filepath.Dir(work)), time.Minute, time.Now().Add(time.Hour))
 	if err != nil || len(removed) != 2 {
 		t.Fatalf("RemoveExpired = %v, %v; want the work dir and its aid dir", removed, err)
 	}

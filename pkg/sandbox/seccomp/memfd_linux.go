@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/memfd"
 )
 
 // WriteMemfd returns a sealed memfd holding prog, positioned at offset 0. Pass it to bwrap
@@ -20,7 +20,7 @@ func WriteMemfd(prog []byte) (*os.File, error) {
 	if _, err := decode(prog); err != nil {
 		return nil, fmt.Errorf("seccomp memfd: %w", err)
 	}
-	f, err := sandbox.SealedMemfd("anet-seccomp", prog)
+	f, err := memfd.Sealed("anet-seccomp", prog)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp program: %w", err)
 	}

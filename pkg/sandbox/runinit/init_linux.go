@@ -1,25 +1,21 @@
-package bwrap
+package runinit
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // InitOptions configure `anet-sandboxd init`, pid 1 of a run (E1, S2).
 type InitOptions struct {
-	// Endpoint is the bound endpoint socket and Port the loopback port relayed to it; Endpoint
-	// "" runs no relay.
-	Endpoint string
+	// Upstream is the run's endpoint and Port the loopback port relayed to it; a nil
+	// Upstream runs no relay.
+	Upstream Upstream
 	Port     int
 	// EnvFile holds the handed-in variables, NUL-separated; "" for none.
 	EnvFile string
@@ -69,13 +65,13 @@ func Init(o InitOptions) int {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
 		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGCHLD)
-	if o.Endpoint != "" {
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.Port)))
+	if o.Upstream != nil {
+		ln, err := ListenLoopback(o.Port)
 		if err != nil {
-			logf("listen 127.0.0.1:%d: %v", o.Port, err)
+			logf("%v", err)
 			return 126
 		}
-		go serveRelay(ln, o.Endpoint, logf)
+		go Relay(ln, o.Upstream, logf)
 	}
 	proc, err := os.StartProcess(o.Argv[0], o.Argv, &os.ProcAttr{
 		Env:   env,
@@ -110,47 +106,4 @@ func Init(o InitOptions) int {
 		}
 	}
 	return 126
-}
-
-// serveRelay accepts loopback connections and joins each to a fresh endpoint connection.
-func serveRelay(ln net.Listener, endpoint string, logf func(string, ...any)) {
-	var delay time.Duration
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			logf("accept: %v", err)
-			return
-		}
-		delay = 0
-		go relay(c, endpoint, logf)
-	}
-}
-
-func relay(c net.Conn, endpoint string, logf func(string, ...any)) {
-	defer c.Close()
-	u, err := net.Dial("unix", endpoint)
-	if err != nil {
-		logf("dial endpoint: %v", err)
-		return
-	}
-	defer u.Close()
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		// Half-close: the other direction may still be answering (HTTP/1.0 bodies, CONNECT).
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
-		}
-		done <- struct{}{}
-	}
-	go pipe(u, c)
-	go pipe(c, u)
-	<-done
-	<-done
 }

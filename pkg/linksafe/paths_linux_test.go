@@ -1,4 +1,4 @@
-package sandbox
+package linksafe
 
 import (
 	"errors"

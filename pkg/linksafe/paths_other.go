@@ -1,11 +1,13 @@
-//go:build !linux
+//go:build !unix
 
-package sandbox
+package linksafe
 
 import (
 	"errors"
 	"os"
 	"time"
+
+	"anet.dev/anet/pkg/sandbox"
 )
 
 // ErrSymlink is returned when a path component that must be a directory is a link.
@@ -39,4 +41,4 @@ func LockRunDir(dir string) (*os.File, error) { return nil, errUnsupported }
 func SweepRunRoot(root string, minAge time.Duration) ([]string, error) { return nil, errUnsupported }
 
 // WriteHomeFiles is not implemented on this platform.
-func WriteHomeFiles(home string, files []HomeFile) error { return errUnsupported }
+func WriteHomeFiles(home string, files []sandbox.HomeFile) error { return errUnsupported }

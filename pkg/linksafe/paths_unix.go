@@ -1,4 +1,6 @@
-package sandbox
+//go:build unix
+
+package linksafe
 
 import (
 	"errors"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/sandbox"
 )
 
 // Run and work directories are attacked (S3): a run can plant symlinks in its
@@ -38,7 +42,7 @@ func MkdirUnder(root, rel string, perm os.FileMode) (string, *os.File, error) {
 	}
 	path := real
 	if rel != "" {
-		if err := ValidateRelPath(rel); err != nil {
+		if err := sandbox.ValidateRelPath(rel); err != nil {
 			unix.Close(fd)
 			return "", nil, fmt.Errorf("mkdir under %s: %w", real, err)
 		}
@@ -199,7 +203,7 @@ func usageAt(fd int, seen map[[2]uint64]bool, depth int) (int64, error) {
 				continue
 			}
 			if cst.Nlink > 1 {
-				k := [2]uint64{cst.Dev, cst.Ino}
+				k := [2]uint64{uint64(cst.Dev), cst.Ino}
 				if seen[k] {
 					continue
 				}
@@ -282,7 +286,7 @@ func readNames(fd int) []string {
 // WriteHomeFiles writes files under home, which the launcher has just created empty for this
 // run. Parents are made with MkdirUnder and each file with O_EXCL|O_NOFOLLOW relative to its
 // parent's descriptor, so nothing is written through a link.
-func WriteHomeFiles(home string, files []HomeFile) error {
+func WriteHomeFiles(home string, files []sandbox.HomeFile) error {
 	for _, hf := range files {
 		dir, name := filepath.Split(hf.Path)
 		_, df, err := MkdirUnder(home, strings.TrimSuffix(dir, "/"), 0o700)
@@ -302,4 +306,8 @@ func WriteHomeFiles(home string, files []HomeFile) error {
 		}
 	}
 	return nil
+}
+
+func cleanAbs(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && strings.IndexByte(p, 0) < 0
 }

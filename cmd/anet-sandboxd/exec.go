@@ -14,12 +14,10 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/sandbox"
-	"anet.dev/anet/pkg/sandbox/bwrap"
 )
 
 func init() { commands = append(commands, execCommand()) }
@@ -143,7 +141,7 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 		return 2
 	}
 	closeInheritedFds()
-	l, err := bwrap.New(bwrap.Config{Log: quietLogger()})
+	l, _, err := newLauncher(quietLogger())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
 		return exitSetup
@@ -176,12 +174,6 @@ func writeOutcome(path string, o sandbox.Outcome) {
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: write outcome: %v\n", err)
 	}
-}
-
-// closeInheritedFds marks every fd above stdio that the shell (or any parent) left open as
-// close-on-exec, so none reaches bwrap or init; the launcher passes its own fds explicitly.
-func closeInheritedFds() {
-	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 }
 
 func randID() string {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sandbox
+package launch
 
 import (
 	"context"
@@ -8,35 +8,34 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
-	"time"
 
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
 )
 
-// StartDirect runs a trusted turn unsandboxed (P4): as the operator's user, in its work dir
+// startDirect runs a trusted turn unsandboxed (P4): as the operator's user, in its work dir
 // <WorkRoot>/<WorkSub> (created link-safely), with the same wall clock as a sandboxed run.
 // The agent gets its own process group, which is what the wall clock stops; a trusted agent
 // that daemonises escapes that, as it could from any shell of the operator.
-func StartDirect(ctx context.Context, spec Spec, stdio Stdio) (Run, error) {
+func startDirect(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if spec.Mode != ModeDirect {
+	if spec.Mode != sandbox.ModeDirect {
 		return nil, fmt.Errorf("start direct %s: mode %q", spec.ID, spec.Mode)
 	}
 	if spec.WorkRoot == "" {
 		return nil, fmt.Errorf("start direct %s: work_root: required in direct mode", spec.ID)
 	}
-	work, f, err := MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
+	work, f, err := linksafe.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
 	if err != nil {
 		return nil, fmt.Errorf("start direct %s: %w", spec.ID, err)
 	}
 	f.Close()
 	home, _ := os.UserHomeDir()
-	env := append(baseEnv(home, os.TempDir()), spec.Env...)
-	lim := spec.Limits.WithDefaults()
+	env := append(sandbox.DirectEnv(home, os.TempDir()), spec.Env...)
 	cmd := &exec.Cmd{
 		Path: spec.Argv[0], Args: spec.Argv, Env: env, Dir: work,
 		Stdin: stdio.Stdin, Stdout: stdio.Stdout, Stderr: stdio.Stderr,
@@ -45,49 +44,27 @@ func StartDirect(ctx context.Context, spec Spec, stdio Stdio) (Run, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start direct %s: %w", spec.ID, err)
 	}
-	r := &directRun{cmd: cmd, lim: lim, done: make(chan struct{})}
+	pgid := cmd.Process.Pid
+	r := &directRun{cmd: cmd}
+	r.w = NewWatch(spec.Limits,
+		func() { _ = syscall.Kill(-pgid, syscall.SIGTERM) },
+		func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) },
+		nil)
 	go r.watch(ctx)
 	return r, nil
 }
 
 type directRun struct {
-	cmd  *exec.Cmd
-	lim  Limits
-	done chan struct{}
-
-	mu      sync.Mutex // guards limit
-	limit   reasons.Code
-	outcome Outcome
+	cmd     *exec.Cmd
+	w       *Watch
+	outcome sandbox.Outcome // set before w.Finish
 }
 
 func (r *directRun) watch(ctx context.Context) {
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- r.cmd.Wait() }()
-	wall := time.NewTimer(r.lim.WallClock)
-	defer wall.Stop()
-	cancelled := ctx.Done()
-	var err error
-loop:
-	for {
-		select {
-		case err = <-waitErr:
-			break loop
-		case <-wall.C:
-			r.mu.Lock()
-			r.limit = LimitWallClock
-			r.mu.Unlock()
-			go r.Stop()
-		case <-cancelled:
-			cancelled = nil // once
-			go r.Stop()
-		}
-	}
+	err := r.w.Run(ctx, r.cmd.Wait)
 	// The group may outlive its leader: end it.
 	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-	o := Outcome{Cgroup: CgroupNone}
-	r.mu.Lock()
-	o.Limit = r.limit
-	r.mu.Unlock()
+	o := sandbox.Outcome{Cgroup: sandbox.CgroupNone, Limit: r.w.Limit()}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -106,21 +83,17 @@ loop:
 		o.Detail = reasons.Text(o.Limit)
 	}
 	r.outcome = o
-	close(r.done)
+	r.w.Finish()
 }
 
-// Stop sends TERM to the run's process group and KILL after the grace period.
-func (r *directRun) Stop() {
-	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(r.lim.Grace):
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-	}
-}
+// Stop implements sandbox.Run: TERM to the run's process group, KILL after the grace period.
+func (r *directRun) Stop() { r.w.Stop() }
 
-// Wait implements Run.
-func (r *directRun) Wait() Outcome {
-	<-r.done
+// Kill implements Run.
+func (r *directRun) Kill() { r.w.Kill() }
+
+// Wait implements sandbox.Run.
+func (r *directRun) Wait() sandbox.Outcome {
+	<-r.w.Done()
 	return r.outcome
 }

@@ -1,4 +1,4 @@
-package sandbox
+package memfd
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SealedMemfd returns a memfd holding data, sealed against every change (write, shrink,
+// Sealed returns a memfd holding data, sealed against every change (write, shrink,
 // grow, further seals) and positioned at offset 0. The launcher hands such fds to bwrap
 // (seccomp programs, the run's env file), which reads them to EOF: the seals mean nothing
 // that shares the fd can change the content between this call and bwrap's read.
-func SealedMemfd(name string, data []byte) (*os.File, error) {
+func Sealed(name string, data []byte) (*os.File, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, fmt.Errorf("memfd %s: memfd_create: %w", name, err)
@@ -33,4 +33,14 @@ func SealedMemfd(name string, data []byte) (*os.File, error) {
 		return fail("seek", err)
 	}
 	return f, nil
+}
+
+// New returns an empty memfd for a child to write into (a run's stdout and stderr); the
+// caller reads it back. It lives in memory only and vanishes with its last descriptor.
+func New(name string) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd %s: %w", name, err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }

@@ -1,4 +1,6 @@
-package sandbox
+//go:build unix
+
+package linksafe
 
 import (
 	"errors"

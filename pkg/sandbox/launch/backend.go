@@ -1,0 +1,112 @@
+// Package launch is the process-starting side of the sandbox seam, linked only by
+// anet-sandboxd: the Launcher that implements sandbox.Launcher for serve, exec, probe and
+// self-test; the registry of isolation backends; direct (unsandboxed, P4) runs; the one watch
+// loop every run has; and the self-test (probe plus attack battery).
+//
+// A backend is one isolation technology (bwrap on Linux; a macOS Seatbelt and a micro-VM
+// backend slot in the same way). Adding one is a package that implements Backend and calls
+// Register from its init function, and one blank import in anet-sandboxd's backends file for
+// its platform. The Launcher does the rest for every backend alike: it picks direct or
+// sandboxed by the spec's mode, refuses a sandboxed run without a passing probe (cached per
+// backend configuration, S7), and tracks every run so StopAll can end them. On a platform with
+// no backend the Launcher still starts direct runs, and its probe reports
+// platform_unsupported (O1): untrusted tasks are refused sandbox_unavailable.
+package launch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// Backend is one isolation technology.
+type Backend interface {
+	// Probe runs the S7 checks now, in a sandbox built exactly like a run's.
+	Probe(ctx context.Context) (sandbox.ProbeResult, error)
+	// ConfigHash identifies the configuration a probe result holds for (binary, rendered
+	// arguments, filters, limits mechanism); any change of it invalidates the cache.
+	ConfigHash() (string, error)
+	// Start starts a sandboxed run of a validated spec, without looking at the probe: the
+	// Launcher gates. Its run is stopped through a Watch.
+	Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error)
+}
+
+// Run is a started run of a backend or a direct run.
+type Run interface {
+	sandbox.Run
+	// Kill ends every process of the run now, without the grace period (StopAll).
+	Kill()
+}
+
+// Options are what every backend is built with.
+type Options struct {
+	// Backend names the backend; "" is the first one registered for this platform.
+	Backend string
+	// Self is the anet-sandboxd binary (a backend may run it inside the sandbox as pid 1);
+	// "" is os.Executable().
+	Self string
+	// Log receives one line per launch; nil discards.
+	Log *slog.Logger
+}
+
+// Factory builds a backend.
+type Factory func(Options) (Backend, error)
+
+var (
+	registryMu sync.Mutex // guards the registry
+	registry   []registered
+)
+
+type registered struct {
+	name string
+	new  Factory
+}
+
+// Register adds a backend under name. Backends register from their package's init function,
+// in the order of preference of the platform's backends file; a duplicate name panics.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	for _, r := range registry {
+		if r.name == name {
+			panic("launch: backend " + name + " registered twice")
+		}
+	}
+	registry = append(registry, registered{name, f})
+}
+
+// Backends returns the names of the registered backends, preferred first.
+func Backends() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	return names()
+}
+
+func names() []string {
+	var out []string
+	for _, r := range registry {
+		out = append(out, r.name)
+	}
+	return out
+}
+
+// factory returns the factory for name ("" the preferred one), or nil when none is registered.
+func factory(name string) (string, Factory, error) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if name == "" {
+		if len(registry) == 0 {
+			return "", nil, nil
+		}
+		return registry[0].name, registry[0].new, nil
+	}
+	i := slices.IndexFunc(registry, func(r registered) bool { return r.name == name })
+	if i < 0 {
+		return "", nil, fmt.Errorf("no sandbox backend %q in this build (have %v)", name, names())
+	}
+	return registry[i].name, registry[i].new, nil
+}

@@ -1,0 +1,170 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// Launcher is anet-sandboxd's sandbox.Launcher: direct runs itself, sandboxed runs through the
+// backend, behind a cached probe.
+type Launcher struct {
+	name    string  // the backend's name, "" for none
+	backend Backend // nil: this platform has none
+	log     *slog.Logger
+	cache   sandbox.ProbeCache
+
+	mu   sync.Mutex // guards runs
+	runs map[Run]bool
+}
+
+var _ sandbox.Launcher = (*Launcher)(nil)
+
+// New returns the Launcher with the backend o names (or the platform's preferred one). With
+// no backend registered it still starts direct runs and probes platform_unsupported. It fails
+// only when the named backend is not in this build or cannot be set up.
+func New(o Options) (*Launcher, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Self == "" {
+		p, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("new launcher: find own binary: %w", err)
+		}
+		o.Self = p
+	}
+	real, err := filepath.EvalSymlinks(o.Self)
+	if err != nil {
+		return nil, fmt.Errorf("new launcher: resolve %s: %w", o.Self, err)
+	}
+	o.Self = real
+	l := &Launcher{log: o.Log, runs: map[Run]bool{}}
+	name, f, err := factory(o.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("new launcher: %w", err)
+	}
+	if f != nil {
+		b, err := f(o)
+		if err != nil {
+			return nil, fmt.Errorf("new launcher: %s: %w", name, err)
+		}
+		l.name, l.backend = name, b
+	}
+	return l, nil
+}
+
+// BackendName is the backend in use, "" when the platform has none.
+func (l *Launcher) BackendName() string { return l.name }
+
+// Probe implements sandbox.Launcher: the backend's probe, cached per configuration for
+// sandbox.ProbeTTL when it passes.
+func (l *Launcher) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
+	if l.backend == nil {
+		return noBackend(), nil
+	}
+	hash, err := l.backend.ConfigHash()
+	if err != nil {
+		return sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()), nil
+	}
+	return l.cache.Get(ctx, hash, l.backend.Probe)
+}
+
+func noBackend() sandbox.ProbeResult {
+	return sandbox.ProbeFailed(reasons.PlatformUnsupport, "no sandbox backend for "+runtime.GOOS+"/"+runtime.GOARCH+" in this build")
+}
+
+// Start implements sandbox.Launcher. A direct run (P4) starts here; a sandboxed run starts
+// only after a passing probe, fresh or cached (S7): a failed probe is returned as its
+// *reasons.Error and nothing starts.
+func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode == sandbox.ModeDirect {
+		return l.track(startDirect(ctx, spec, stdio))
+	}
+	res, err := l.Probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !res.OK {
+		return nil, res.Err()
+	}
+	return l.startSandboxed(ctx, spec, stdio)
+}
+
+// startSandboxed starts a sandboxed run without the probe gate: self-test's battery, which
+// must show what is open even when the probe failed.
+func (l *Launcher) startSandboxed(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode != sandbox.ModeSandbox {
+		return nil, fmt.Errorf("start %s: mode %q is not sandboxed", spec.ID, spec.Mode)
+	}
+	if l.backend == nil {
+		return nil, noBackend().Err()
+	}
+	return l.track(l.backend.Start(ctx, spec, stdio))
+}
+
+// track remembers r until it has ended, for StopAll.
+func (l *Launcher) track(r Run, err error) (sandbox.Run, error) {
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.runs[r] = true
+	l.mu.Unlock()
+	go func() {
+		r.Wait()
+		l.mu.Lock()
+		delete(l.runs, r)
+		l.mu.Unlock()
+	}()
+	return r, nil
+}
+
+// StopAll implements sandbox.Launcher: every run is killed at once (serve on SIGTERM or EOF
+// of fd 3: anetd is gone, so nobody waits for an answer) and StopAll returns when all are gone.
+func (l *Launcher) StopAll() {
+	l.mu.Lock()
+	runs := make([]Run, 0, len(l.runs))
+	for r := range l.runs {
+		runs = append(runs, r)
+	}
+	l.mu.Unlock()
+	for _, r := range runs {
+		r.Kill()
+	}
+	for _, r := range runs {
+		r.Wait()
+	}
+}
+
+// Unavailable is the launcher of an anet-sandboxd whose Launcher could not be set up: it
+// starts nothing, direct runs included (P2, fail closed), and its probe says why.
+type Unavailable struct{ Err error }
+
+var _ sandbox.Launcher = Unavailable{}
+
+// Probe implements sandbox.Launcher.
+func (u Unavailable) Probe(context.Context) (sandbox.ProbeResult, error) {
+	return sandbox.ProbeFailed(reasons.SandboxUnavailable, u.Err.Error()), nil
+}
+
+// Start implements sandbox.Launcher: it always refuses.
+func (u Unavailable) Start(context.Context, sandbox.Spec, sandbox.Stdio) (sandbox.Run, error) {
+	return nil, reasons.New(reasons.SandboxUnavailable, u.Err.Error())
+}
+
+// StopAll implements sandbox.Launcher: there is nothing to stop.
+func (Unavailable) StopAll() {}
