@@ -121,7 +121,7 @@ func TestAutoReplyFailsClosedWithoutSandbox(t *testing.T) {
 			}
 			// S8: the self-test says which stage failed and why.
 			out, _, err := b.anet("autoreply", "test")
-			if err == nil || !containsAll(out, "FAIL probe", tc.code, "result: failed") {
+			if err == nil || !containsAll(out, "FAIL probe", tc.code, "result: failed (1 of") {
 				t.Fatalf("anet autoreply test = %q, %v, want a failed probe with %s", out, err, tc.code)
 			}
 		})

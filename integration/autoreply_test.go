@@ -60,7 +60,7 @@ func TestAutoReplySandboxedExecEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{}
-	for _, s := range rep.Stages {
+	for _, s := range rep.Checks {
 		names = append(names, s.Name)
 	}
 	if !rep.OK || rep.Counted || rep.Route != "sandbox" || !strings.Contains(rep.Answer, "says hello") || strings.Join(names, ",") != "policy,agent,probe,endpoint,agent_config,run,answer,model_call" {

@@ -7,27 +7,29 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/reasons"
 )
 
+// doctorJSON is `anet doctor --json`: the shared check shape (pkg/check) and the node.
 type doctorJSON struct {
-	OK   bool `json:"ok"`
-	Host []struct {
-		Name string `json:"name"`
-		OK   bool   `json:"ok"`
-		Code string `json:"code"`
-	} `json:"host"`
-	Probe *struct {
-		OK     bool   `json:"ok"`
-		Code   string `json:"code"`
-		Limits string `json:"limits"`
-		Checks []struct {
-			Name string `json:"name"`
-			OK   bool   `json:"ok"`
-		} `json:"checks"`
-	} `json:"probe"`
-	Node *struct {
+	check.Report
+	Limits string `json:"limits"`
+	Node   *struct {
 		AID string `json:"aid"`
 	} `json:"node"`
+}
+
+// group returns the checks whose names start with group and a dot, by the rest of the name.
+func (d doctorJSON) group(group string) map[string]check.Check {
+	out := map[string]check.Check{}
+	for _, c := range d.Checks {
+		if name, ok := strings.CutPrefix(c.Name, group+"."); ok {
+			out[name] = c
+		}
+	}
+	return out
 }
 
 func listFiles(t *testing.T, root string) []string {
@@ -55,7 +57,8 @@ func TestDoctor(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatal(err)
 	}
-	if !d.OK || d.Probe == nil || !d.Probe.OK || len(d.Probe.Checks) != 5 || d.Node == nil || d.Node.AID == "" {
+	probe := d.group("probe")
+	if !d.OK || len(probe) != 5 || !probe["loopback"].OK || len(d.group("host")) != 2 || len(d.group("node")) != 2 || d.Node == nil || d.Node.AID == "" {
 		t.Fatalf("doctor = %s", out)
 	}
 
@@ -86,7 +89,7 @@ func TestDoctor(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if d.OK || d.Host[0].Code != "no_bwrap" || d.Probe == nil || d.Probe.OK || d.Probe.Code != "no_bwrap" {
+	if d.OK || d.group("host")["bubblewrap"].Code != reasons.NoBwrap || d.group("probe")["sandbox"].Code != reasons.NoBwrap {
 		t.Fatalf("doctor without bwrap = %s", out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 )
@@ -36,19 +37,18 @@ func autoReplyCommand() *cli.Command {
 				Action: func(c *cli.Context) error {
 					var rep control.AutoReplyTest
 					if err := call(c, "POST", "/v1/autoreply/test", struct{}{}, &rep); err != nil {
+						return cannotRun(err)
+					}
+					var err error
+					if c.Bool("json") {
+						err = check.WriteJSON(os.Stdout, rep)
+					} else {
+						err = printAutoReplyTest(os.Stdout, rep)
+					}
+					if err != nil {
 						return err
 					}
-					if c.Bool("json") {
-						if err := printJSON(rep); err != nil {
-							return err
-						}
-					} else {
-						printAutoReplyTest(os.Stdout, rep)
-					}
-					if !rep.OK {
-						return cli.Exit("", 1)
-					}
-					return nil
+					return cli.Exit("", rep.ExitCode())
 				},
 			},
 			{
@@ -184,32 +184,15 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
-func printAutoReplyTest(w io.Writer, rep control.AutoReplyTest) {
+func printAutoReplyTest(w io.Writer, rep control.AutoReplyTest) error {
 	who := "untrusted"
 	if rep.Trusted {
 		who = "trusted"
 	}
 	fmt.Fprintf(w, "auto-reply test (%s peers, route %s; not counted)\n", who, rep.Route)
-	for _, s := range rep.Stages {
-		mark := "ok  "
-		if !s.OK {
-			mark = "FAIL"
-		}
-		line := fmt.Sprintf("  %s %-13s", mark, s.Name)
-		if s.Code != "" {
-			line += " " + s.Code + ": " + s.Text
-		}
-		if s.Detail != "" {
-			line += " (" + s.Detail + ")"
-		}
-		fmt.Fprintln(w, line)
-	}
+	var notes []string
 	if rep.Answer != "" {
-		fmt.Fprintf(w, "answer: %s\n", rep.Answer)
+		notes = append(notes, "answer: "+rep.Answer)
 	}
-	if rep.OK {
-		fmt.Fprintln(w, "result: ok")
-	} else {
-		fmt.Fprintln(w, "result: failed")
-	}
+	return rep.WriteText(w, notes...)
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 )
@@ -34,6 +36,17 @@ func call(c *cli.Context, method, path string, in, out any) error {
 	ctx, cancel := context.WithTimeout(c.Context, 5*time.Minute)
 	defer cancel()
 	return cl.Do(ctx, method, path, in, out)
+}
+
+// cannotRun ends a command that reports checks but could not run them (the node did not
+// answer): exit check.ExitCannotRun with the message main prints for any other error.
+func cannotRun(err error) error {
+	msg := "anet: " + err.Error()
+	var re *control.RemoteError
+	if errors.As(err, &re) && re.Code != "" {
+		msg += "\nanet: reason: " + string(re.Code)
+	}
+	return cli.Exit(msg, check.ExitCannotRun)
 }
 
 func printJSON(v any) error {

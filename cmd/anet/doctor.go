@@ -11,31 +11,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/doctor"
 	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
 )
-
-// probeAnswer is the part of `anet-sandboxd probe --json` that doctor reads.
-type probeAnswer struct {
-	OK       bool           `json:"ok"`
-	Code     reasons.Code   `json:"code,omitempty"`
-	Detail   string         `json:"detail,omitempty"`
-	Checks   []doctor.Check `json:"checks"`
-	Limits   string         `json:"limits"`
-	Warnings []reasons.Code `json:"warnings,omitempty"`
-}
-
-// doctorReport is `anet doctor --json`.
-type doctorReport struct {
-	OK     bool            `json:"ok"`
-	Host   []doctor.Check  `json:"host"`
-	Probe  *probeAnswer    `json:"probe,omitempty"`
-	ProbeE string          `json:"probe_error,omitempty"`
-	Node   *control.Status `json:"node,omitempty"`
-	NodeE  string          `json:"node_error,omitempty"`
-}
 
 func doctorCommand() *cli.Command {
 	return &cli.Command{
@@ -50,42 +32,35 @@ func doctorCommand() *cli.Command {
 				_, err := fmt.Fprint(os.Stdout, doctor.AppArmorProfile)
 				return err
 			}
-			r := doctorReport{OK: true, Host: doctor.System.HostChecks()}
-			for _, h := range r.Host {
-				r.OK = r.OK && h.OK
-			}
-			if p, err := runProbe(); err != nil {
-				r.OK, r.ProbeE = false, err.Error()
-			} else {
-				r.Probe = p
-				r.OK = r.OK && p.OK
+			var r doctor.Report
+			r.Add(check.Prefixed("host", doctor.System.HostChecks())...)
+			p, err := runProbe()
+			r.Add(doctor.ProbeChecks(p, err)...)
+			if p != nil {
+				r.Limits, r.Warnings = p.Limits, p.Warnings
 			}
 			var st control.Status
 			if err := call(c, "GET", "/v1/status", nil, &st); err != nil {
-				r.NodeE = err.Error()
+				r.NodeError = err.Error()
 			} else {
 				r.Node = &st
-				for _, h := range st.Helpers {
-					r.OK = r.OK && h.State == "running"
-				}
+				r.Add(doctor.HelperChecks(st.Helpers)...)
 			}
 			if c.Bool("json") {
-				if err := printJSON(r); err != nil {
-					return err
-				}
+				err = check.WriteJSON(os.Stdout, r)
 			} else {
-				printDoctor(r)
+				err = r.WriteText(os.Stdout, doctorNotes(r)...)
 			}
-			if !r.OK {
-				return cli.Exit("", 1)
+			if err != nil {
+				return err
 			}
-			return nil
+			return cli.Exit("", r.ExitCode())
 		},
 	}
 }
 
 // runProbe runs the sandbox probe through anet-sandboxd, the program that owns the sandbox.
-func runProbe() (*probeAnswer, error) {
+func runProbe() (*sandbox.ProbeResult, error) {
 	// The same search as anetd's: beside anet in a build tree, ../libexec/anet in a package.
 	dir, err := helperpath.ForThisProgram("")
 	if err != nil {
@@ -96,7 +71,7 @@ func runProbe() (*probeAnswer, error) {
 	cmd := exec.Command(bin, "probe", "--json")
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
-	var p probeAnswer
+	var p sandbox.ProbeResult
 	if jerr := json.Unmarshal(out.Bytes(), &p); jerr != nil {
 		if err == nil {
 			err = jerr
@@ -110,57 +85,21 @@ func runProbe() (*probeAnswer, error) {
 	return &p, nil
 }
 
-func mark(ok bool) string {
-	if ok {
-		return "ok  "
+// doctorNotes are the lines beside the checks: the limits mechanism, warnings, the node.
+func doctorNotes(r doctor.Report) []string {
+	var notes []string
+	if r.Limits != "" {
+		notes = append(notes, "limits: "+string(r.Limits))
 	}
-	return "FAIL"
-}
-
-func printDoctor(r doctorReport) {
-	fmt.Println("host:")
-	for _, h := range r.Host {
-		printCheck(h)
+	for _, w := range r.Warnings {
+		notes = append(notes, fmt.Sprintf("warning %s: %s", w, reasons.Text(w)))
 	}
-	fmt.Println("sandbox probe:")
-	switch {
-	case r.Probe != nil:
-		for _, ch := range r.Probe.Checks {
-			fmt.Printf("  %s %s: %s\n", mark(ch.OK), ch.Name, ch.Detail)
-		}
-		if !r.Probe.OK {
-			fmt.Printf("  sandbox unavailable: %s: %s %s\n", r.Probe.Code, reasons.Text(r.Probe.Code), r.Probe.Detail)
-		}
-		fmt.Printf("  limits: %s\n", r.Probe.Limits)
-		for _, w := range r.Probe.Warnings {
-			fmt.Printf("  warning %s: %s\n", w, reasons.Text(w))
-		}
-	default:
-		fmt.Printf("  FAIL %s\n", r.ProbeE)
-	}
-	fmt.Println("node:")
 	if r.Node == nil {
-		fmt.Printf("  not running (%s)\n", r.NodeE)
+		notes = append(notes, "node: not running ("+r.NodeError+")")
 	} else {
-		for _, h := range r.Node.Helpers {
-			fmt.Printf("  %s %s: %s (pid %d, restarts %d)\n", mark(h.State == "running"), h.Name, h.State, h.PID, h.Restarts)
-		}
 		for _, w := range r.Node.Warnings {
-			fmt.Printf("  warning %s: %s %s\n", w.Code, w.Text, w.Detail)
+			notes = append(notes, fmt.Sprintf("warning %s: %s %s", w.Code, w.Text, w.Detail))
 		}
 	}
-	if r.OK {
-		fmt.Println("all checks passed")
-	}
-}
-
-func printCheck(h doctor.Check) {
-	line := fmt.Sprintf("  %s %s: %s", mark(h.OK), h.Name, h.Detail)
-	if h.Code != "" {
-		line += fmt.Sprintf(" [%s]", h.Code)
-	}
-	fmt.Println(line)
-	if h.Fix != "" {
-		fmt.Printf("       fix: %s\n", h.Fix)
-	}
+	return notes
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
@@ -20,30 +21,26 @@ const testPeer = "autoreply-test"
 // KindAutoReplyTest is the evidence entry of a test run. It is never counted (B1).
 const KindAutoReplyTest = "autoreply_test"
 
-// Stage is one step of a test run with its reason code when it failed.
-type Stage struct {
-	Name   string       `json:"name"`
-	OK     bool         `json:"ok"`
-	Code   reasons.Code `json:"code,omitempty"`
-	Detail string       `json:"detail,omitempty"`
+// TestReport is the result of `anet autoreply test`: one check per stage of the turn
+// (pkg/check's shape), with the reason code of the stage that failed.
+type TestReport struct {
+	check.Report
+	// Trusted says which class of peer's path was tested: the untrusted one unless it is off.
+	Trusted bool   `json:"trusted"`
+	Route   Route  `json:"route"`
+	Answer  string `json:"answer,omitempty"`
+	Counted bool   `json:"counted"`
 }
 
-// TestReport is the result of `anet autoreply test`.
-type TestReport struct {
-	OK bool `json:"ok"`
-	// Trusted says which class of peer's path was tested: the untrusted one unless it is off.
-	Trusted bool    `json:"trusted"`
-	Route   Route   `json:"route"`
-	Answer  string  `json:"answer,omitempty"`
-	Stages  []Stage `json:"stages"`
-	Counted bool    `json:"counted"`
-}
+// stageRequirement names the requirement a stage of the test proves, where one stage maps to
+// one requirement.
+var stageRequirement = map[string]string{"probe": "S7", "model_call": "E1", "answer": "S8"}
 
 // Test runs TestTask through the configured path: policy, probe, endpoint, sandbox start,
 // model call, answer. It takes no slot and is never counted; it leaves one autoreply_test
 // entry in the chain.
 func (e *Engine) Test(ctx context.Context) TestReport {
-	rep := TestReport{Stages: []Stage{}}
+	rep := TestReport{Report: check.Report{Checks: []check.Check{}}}
 	d := Decide(e.o.Config, false)
 	if d.Route == RouteOff {
 		rep.Trusted = true
@@ -51,7 +48,7 @@ func (e *Engine) Test(ctx context.Context) TestReport {
 	}
 	rep.Route = d.Route
 	tr := tracer(func(stage string, code reasons.Code, detail string) {
-		rep.Stages = append(rep.Stages, Stage{Name: stage, OK: code == "", Code: code, Detail: detail})
+		rep.Checks = append(rep.Checks, check.Check{Name: stage, Requirement: stageRequirement[stage], OK: code == "", Code: code, Detail: detail})
 	})
 	policy := "untrusted peers: " + string(d.Route)
 	if rep.Trusted {
@@ -113,13 +110,8 @@ func (tr tracer) modelCall(out outcome) {
 }
 
 func (e *Engine) finishTest(ctx context.Context, rep TestReport) TestReport {
-	rep.OK = len(rep.Stages) > 0
-	for _, s := range rep.Stages {
-		if !s.OK {
-			rep.OK = false
-		}
-	}
-	if _, err := e.o.Ledger.Store.Append(ctx, e.o.Ledger.Signer, store.EntryInput{Kind: KindAutoReplyTest, Details: map[string]any{"ok": rep.OK, "route": rep.Route, "stages": rep.Stages}}); err != nil {
+	rep.OK = check.AllOK(rep.Checks)
+	if _, err := e.o.Ledger.Store.Append(ctx, e.o.Ledger.Signer, store.EntryInput{Kind: KindAutoReplyTest, Details: map[string]any{"ok": rep.OK, "route": rep.Route, "stages": rep.Checks}}); err != nil {
 		e.log.Error("evidence: autoreply_test", "err", err)
 	}
 	return rep

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/privsep"
 )
@@ -110,23 +111,15 @@ type ReasonCount struct {
 	Detail string    `json:"detail,omitempty"`
 }
 
-// AutoReplyTest is the answer to POST /v1/autoreply/test (`anet autoreply test`, S8).
+// AutoReplyTest is the answer to POST /v1/autoreply/test (`anet autoreply test`, S8): the
+// shared check shape (pkg/check), one check per stage of the turn, with the test's own fields
+// beside ok and checks.
 type AutoReplyTest struct {
-	OK      bool             `json:"ok"`
-	Trusted bool             `json:"trusted"` // the trusted path was tested (untrusted is off)
-	Route   string           `json:"route"`
-	Answer  string           `json:"answer,omitempty"`
-	Counted bool             `json:"counted"`
-	Stages  []AutoReplyStage `json:"stages"`
-}
-
-// AutoReplyStage is one stage of a test run with its reason code.
-type AutoReplyStage struct {
-	Name   string `json:"name"`
-	OK     bool   `json:"ok"`
-	Code   string `json:"code,omitempty"`
-	Text   string `json:"text,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	check.Report
+	Trusted bool   `json:"trusted"` // the trusted path was tested (untrusted is off)
+	Route   string `json:"route"`
+	Answer  string `json:"answer,omitempty"`
+	Counted bool   `json:"counted"`
 }
 
 // Warning is an operator-facing condition with a reason code.

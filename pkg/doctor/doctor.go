@@ -1,6 +1,6 @@
 // Package doctor checks the host for what the node's sandbox needs (S8, F2, L2) and holds
-// the AppArmor profile text (A1–A3). Each finding is a value with a reason code from
-// pkg/reasons and, where there is one, the command that fixes it.
+// the AppArmor profile text (A1–A3). Each finding is a check in the shared shape (pkg/check)
+// with a reason code from pkg/reasons and, where there is one, the command that fixes it.
 package doctor
 
 import (
@@ -10,17 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 )
-
-// Check is one finding.
-type Check struct {
-	Name   string       `json:"name"`
-	OK     bool         `json:"ok"`
-	Code   reasons.Code `json:"code,omitempty"`
-	Detail string       `json:"detail,omitempty"`
-	Fix    string       `json:"fix,omitempty"`
-}
 
 // Host says where to read the host's facts; tests point it at a fake /proc.
 type Host struct {
@@ -37,9 +29,9 @@ var System = Host{ProcSys: "/proc/sys", AppArmorProfiles: "/sys/kernel/security/
 
 // HostChecks runs the checks that need no sandbox: bubblewrap present, user namespaces
 // allowed by the kernel and by AppArmor.
-func (h Host) HostChecks() []Check {
-	var out []Check
-	bw := Check{Name: "bubblewrap", OK: true}
+func (h Host) HostChecks() []check.Check {
+	var out []check.Check
+	bw := check.Check{Name: "bubblewrap", Requirement: "L1", OK: true}
 	if p, err := h.LookPath("bwrap"); err != nil {
 		bw.OK, bw.Code, bw.Detail, bw.Fix = false, reasons.NoBwrap, "bwrap is not on PATH", "sudo apt-get install bubblewrap"
 	} else {
@@ -62,13 +54,16 @@ func (h Host) readInt(rel string) (int, bool) {
 	return v, err == nil
 }
 
-func (h Host) usernsCheck() Check {
-	c := Check{Name: "user namespaces", OK: true, Detail: "unprivileged user namespaces are allowed"}
+func (h Host) usernsCheck() check.Check {
+	c := check.Check{Name: "userns", Requirement: "L2", OK: true, Detail: "unprivileged user namespaces are allowed"}
+	fail := func(code reasons.Code, detail, fix string) check.Check {
+		return check.Check{Name: c.Name, Requirement: c.Requirement, Code: code, Detail: detail, Fix: fix}
+	}
 	if v, ok := h.readInt("kernel/unprivileged_userns_clone"); ok && v == 0 {
-		return Check{Name: c.Name, Code: reasons.UsernsUnavailable, Detail: "kernel.unprivileged_userns_clone = 0", Fix: "sudo sysctl kernel.unprivileged_userns_clone=1 (or run the node where user namespaces are allowed)"}
+		return fail(reasons.UsernsUnavailable, "kernel.unprivileged_userns_clone = 0", "sudo sysctl kernel.unprivileged_userns_clone=1 (or run the node where user namespaces are allowed)")
 	}
 	if v, ok := h.readInt("user/max_user_namespaces"); ok && v == 0 {
-		return Check{Name: c.Name, Code: reasons.UsernsUnavailable, Detail: "user.max_user_namespaces = 0", Fix: "raise user.max_user_namespaces"}
+		return fail(reasons.UsernsUnavailable, "user.max_user_namespaces = 0", "raise user.max_user_namespaces")
 	}
 	if v, ok := h.readInt("kernel/apparmor_restrict_unprivileged_userns"); ok && v == 1 {
 		profiles, _ := os.ReadFile(h.AppArmorProfiles)
@@ -76,7 +71,7 @@ func (h Host) usernsCheck() Check {
 			c.Detail = "AppArmor restricts user namespaces; the anet-bwrap profile is loaded"
 			return c
 		}
-		return Check{Name: c.Name, Code: reasons.UsernsBlocked, Detail: "kernel.apparmor_restrict_unprivileged_userns = 1 and the anet-bwrap profile is not loaded", Fix: InstallCommand}
+		return fail(reasons.UsernsBlocked, "kernel.apparmor_restrict_unprivileged_userns = 1 and the anet-bwrap profile is not loaded", InstallCommand)
 	}
 	return c
 }

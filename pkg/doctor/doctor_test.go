@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
 )
 
 func fakeHost(t *testing.T, sysctls map[string]string, profiles string, bwrap bool) Host {
@@ -91,5 +94,39 @@ func TestAppArmorProfileStructure(t *testing.T) {
 	}
 	if !strings.Contains(reasons.Text(reasons.UsernsBlocked), InstallCommand) {
 		t.Errorf("the userns_blocked sentence does not carry the install command %q", InstallCommand)
+	}
+}
+
+// S8, F2: the probe's and the node's findings join the host's in one report, each failure
+// with its reason code; a probe that could not run is a failed check, not a missing one.
+func TestReportChecks(t *testing.T) {
+	failed := sandbox.ProbeFailed(reasons.NoBwrap, "bwrap is not on PATH")
+	for _, tc := range []struct {
+		name     string
+		checks   []check.Check
+		wantName string
+		wantCode reasons.Code
+	}{
+		{"probe failed before its checks", ProbeChecks(&failed, nil), "probe.sandbox", reasons.NoBwrap},
+		{"probe could not run", ProbeChecks(nil, errors.New("anet-sandboxd: not found")), "probe", ""},
+		{"probe without an explaining check", ProbeChecks(&sandbox.ProbeResult{Code: reasons.NetnsFailed}, nil), "probe.sandbox", reasons.NetnsFailed},
+		{"helper down", HelperChecks([]privsep.Status{{Name: "egress", State: privsep.StateRunning}, {Name: "sandboxd", State: privsep.StateDown, LastError: "exited"}}), "node.sandboxd", reasons.HelperDown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check.New(tc.checks...)
+			var bad []check.Check
+			for _, c := range r.Checks {
+				if !c.OK {
+					bad = append(bad, c)
+				}
+			}
+			if r.OK || len(bad) != 1 || bad[0].Name != tc.wantName || bad[0].Code != tc.wantCode {
+				t.Fatalf("checks = %+v, want one failure %s with code %q", r.Checks, tc.wantName, tc.wantCode)
+			}
+		})
+	}
+	ok := sandbox.ProbeResult{OK: true, Checks: []check.Check{check.Pass("loopback", "S7", "")}}
+	if got := ProbeChecks(&ok, nil); len(got) != 1 || got[0].Name != "probe.loopback" || !got[0].OK {
+		t.Fatalf("ProbeChecks(passing) = %+v, want probe.loopback ok", got)
 	}
 }

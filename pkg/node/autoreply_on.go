@@ -119,13 +119,5 @@ func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, con
 
 func (a engineAdapter) test(ctx context.Context) control.AutoReplyTest {
 	r := a.Engine.Test(ctx)
-	out := control.AutoReplyTest{OK: r.OK, Trusted: r.Trusted, Route: string(r.Route), Answer: r.Answer, Counted: r.Counted, Stages: []control.AutoReplyStage{}}
-	for _, s := range r.Stages {
-		st := control.AutoReplyStage{Name: s.Name, OK: s.OK, Code: string(s.Code), Detail: s.Detail}
-		if s.Code != "" {
-			st.Text = reasons.Text(s.Code)
-		}
-		out.Stages = append(out.Stages, st)
-	}
-	return out
+	return control.AutoReplyTest{Report: r.Report, Trusted: r.Trusted, Route: string(r.Route), Answer: r.Answer, Counted: r.Counted}
 }

@@ -24,19 +24,12 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
-
-// Result is one check.
-type Result struct {
-	Name        string `json:"name"`
-	Requirement string `json:"requirement"`
-	OK          bool   `json:"ok"`
-	Detail      string `json:"detail,omitempty"`
-}
 
 // run is one opened endpoint with its fake upstream.
 type run struct {
@@ -46,40 +39,40 @@ type run struct {
 	placeholder string
 }
 
-// Run performs every check and returns the results. An error means the self-test itself
-// could not be set up.
-func Run(ctx context.Context) ([]Result, error) {
+// Run performs every check and returns the report (pkg/check's shape). An error means the
+// self-test itself could not be set up.
+func Run(ctx context.Context) (check.Report, error) {
 	dir, err := os.MkdirTemp("", "anet-egress-selftest-")
 	if err != nil {
-		return nil, err
+		return check.Report{}, err
 	}
 	defer os.RemoveAll(dir)
 	ca, err := testkit.NewCA("api.anthropic.com", "api.openai.com")
 	if err != nil {
-		return nil, err
+		return check.Report{}, err
 	}
 	rnd := make([]byte, 16)
 	rand.Read(rnd)
 	key := "sk-selftest-" + hex.EncodeToString(rnd)
 	k, err := keysWith(dir, key)
 	if err != nil {
-		return nil, err
+		return check.Report{}, err
 	}
 	logs := &modelproxytest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	var results []Result
+	var rep check.Report
 	add := func(name, req string, ok bool, detail string, args ...any) {
-		results = append(results, Result{Name: name, Requirement: req, OK: ok, Detail: fmt.Sprintf(detail, args...)})
+		rep.Add(check.Check{Name: name, Requirement: req, OK: ok, Detail: fmt.Sprintf(detail, args...)})
 	}
 	claude, err := open(dir, "claude", ca, k, log, []string{"pypi.org"})
 	if err != nil {
-		return nil, err
+		return check.Report{}, err
 	}
 	defer claude.close()
 	codex, err := open(dir, "codex", ca, k, log, nil)
 	if err != nil {
-		return nil, err
+		return check.Report{}, err
 	}
 	defer codex.close()
 
@@ -92,7 +85,7 @@ func Run(ctx context.Context) ([]Result, error) {
 		add("upstream saw only what it should ("+r.e.Model()+")", "E1 E2 E3 E7 F3", len(probs) == 0, "%s", strings.Join(probs, "; "))
 	}
 	add("the key is in no log line", "F3", !strings.Contains(logs.String(), key), "%d bytes of log inspected", len(logs.String()))
-	return results, nil
+	return rep, nil
 }
 
 func keysWith(dir, key string) (keys.Keys, error) {

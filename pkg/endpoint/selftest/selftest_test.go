@@ -11,17 +11,20 @@ import (
 func TestSelfTestPasses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	results, err := Run(ctx)
+	rep, err := Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) < 25 {
-		t.Fatalf("only %d checks ran", len(results))
+	if len(rep.Checks) < 25 {
+		t.Fatalf("only %d checks ran", len(rep.Checks))
 	}
-	for _, r := range results {
+	for _, r := range rep.Checks {
 		if !r.OK {
 			t.Errorf("%s [%s]: %s", r.Name, r.Requirement, r.Detail)
 		}
+	}
+	if !rep.OK {
+		t.Fatal("the report is not ok although every check passed")
 	}
 }
 

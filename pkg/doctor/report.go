@@ -1,0 +1,59 @@
+package doctor
+
+import (
+	"fmt"
+
+	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// Report is `anet doctor`: the host's checks (host.NAME), the sandbox probe's (probe.NAME) and
+// the running node's helpers (node.NAME) in the shared check shape, with the probe's limits
+// mechanism and warnings and the node's status beside them.
+type Report struct {
+	check.Report
+	Limits   sandbox.CgroupLimits `json:"limits,omitempty"`
+	Warnings []reasons.Code       `json:"warnings,omitempty"`
+	// Node is the running node's status, or nil with NodeError saying why there is none; a
+	// node that is not running fails no check (the host and the probe are checked without one).
+	Node      *control.Status `json:"node,omitempty"`
+	NodeError string          `json:"node_error,omitempty"`
+}
+
+// ProbeChecks are the probe's checks as doctor reports them, or one failed check when the
+// probe could not be run at all (anet-sandboxd missing, its output unreadable).
+func ProbeChecks(p *sandbox.ProbeResult, err error) []check.Check {
+	if err != nil || p == nil {
+		detail := "no probe result"
+		if err != nil {
+			detail = err.Error()
+		}
+		return []check.Check{check.Fail("probe", "S7", "", detail)}
+	}
+	checks := p.Checks
+	if !p.OK && (check.Report{Checks: checks}).Failed() == 0 {
+		// A failed probe always explains itself in a check (sandbox.ProbeFailed).
+		checks = append(checks, check.Fail(sandbox.CheckSandbox, "S7", p.Code, p.Detail))
+	}
+	return check.Prefixed("probe", checks)
+}
+
+// HelperChecks is one check per helper of the running node: it passes when the helper runs.
+func HelperChecks(helpers []privsep.Status) []check.Check {
+	var out []check.Check
+	for _, h := range helpers {
+		c := check.Check{Name: "node." + h.Name, Requirement: "C3", OK: h.State == privsep.StateRunning,
+			Detail: fmt.Sprintf("%s (pid %d, restarts %d)", h.State, h.PID, h.Restarts)}
+		if !c.OK {
+			c.Code = reasons.HelperDown
+			if h.LastError != "" {
+				c.Detail += ": " + h.LastError
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
