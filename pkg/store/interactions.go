@@ -71,6 +71,9 @@ type Incoming struct {
 	Raw         []byte   // the signed message, encoding and signature
 	Digest      [32]byte // SHA-256 of Raw
 	ReplyAddr   string   // task: where answers go when the peer is not in the peers table
+	Src         string   // the source address as admission counts it (rate limits after a restart)
+	// Quota, when set, refuses a task that would pass it (the sender is a stranger).
+	Quota *IntakeQuota
 }
 
 // Receive stores a verified message and its evidence entry in one transaction: a task
@@ -101,6 +104,11 @@ func (s *Store) Receive(ctx context.Context, signer Signer, in Incoming) (Intera
 			if n > 0 {
 				return ErrInteractionReused
 			}
+			if in.Quota != nil {
+				if err := checkQuota(ctx, tx, in.Peer, in.Text, *in.Quota); err != nil {
+					return err
+				}
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO interactions
 				(peer, interaction, direction, state, text, task_msg_id, sent_at, created_at, created_unix, reply_addr)
 				VALUES (?, ?, 'in', 'new', ?, ?, ?, ?, ?, ?)`,
@@ -126,8 +134,8 @@ func (s *Store) Receive(ctx context.Context, signer Signer, in Incoming) (Intera
 		default:
 			return fmt.Errorf("receive: unknown message type %q", in.Type)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages(direction, peer, msg_id, type, interaction, content_hash, raw, at)
-			VALUES ('in', ?, ?, ?, ?, ?, ?, ?)`, in.Peer, in.MsgID, in.Type, in.Interaction, in.ContentHash[:], in.Raw, formatTime(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages(direction, peer, msg_id, type, interaction, content_hash, raw, at, src, at_unix)
+			VALUES ('in', ?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.Peer, in.MsgID, in.Type, in.Interaction, in.ContentHash[:], in.Raw, formatTime(now), in.Src, now.UnixNano()); err != nil {
 			return fmt.Errorf("receive %s: %w", in.Type, err)
 		}
 		details := contentDetails(map[string]any{

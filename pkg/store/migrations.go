@@ -57,6 +57,11 @@ var migrations = []migration{
 		name:    "peers, trust, interactions, messages, outbox",
 		stmts:   peerSchema,
 	},
+	{
+		version: 3,
+		name:    "intake: message sources and times, unanswered task usage",
+		stmts:   intakeSchema,
+	},
 }
 
 // SchemaVersion is the newest schema version this build knows.

@@ -70,12 +70,23 @@ type Store struct {
 	now func() time.Time
 }
 
+// WAL bounds: a checkpoint runs at the commit that takes the WAL past walCheckpointPages,
+// and the next write after it cuts the file back to walSizeLimit, so the WAL stays near
+// that size instead of keeping its high-water mark (Checkpoint recovers from a checkpoint
+// that a long read held back).
+const (
+	walCheckpointPages = 256     // 1 MiB with 4 KiB pages
+	walSizeLimit       = 1 << 20 // bytes
+)
+
 // dsnParams are applied by the driver to every new connection. busy_timeout first, so that
 // the journal_mode switch itself waits for a lock instead of failing.
-const dsnParams = "_pragma=busy_timeout(5000)" +
+var dsnParams = "_pragma=busy_timeout(5000)" +
 	"&_pragma=journal_mode(WAL)" +
 	"&_pragma=synchronous(FULL)" +
 	"&_pragma=foreign_keys(1)" +
+	fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walCheckpointPages) +
+	fmt.Sprintf("&_pragma=journal_size_limit(%d)", walSizeLimit) +
 	"&_txlock=immediate"
 
 // Open opens or creates the database at path and brings its schema up to date. The parent
@@ -146,6 +157,22 @@ func prepareFile(path string) error {
 func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// FreeBytes is the space left to an unprivileged process on the file system that holds the
+// database (errors.ErrUnsupported where the platform cannot tell).
+func (s *Store) FreeBytes() (int64, error) { return freeBytes(filepath.Dir(s.path)) }
+
+// Checkpoint copies the WAL into the database and truncates it to zero bytes. The node runs
+// it periodically: the automatic checkpoints cannot reset the WAL while a reader holds an
+// old snapshot, and this catches up once it is gone.
+func (s *Store) Checkpoint(ctx context.Context) error {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", s.path, err)
 	}
 	return nil
 }
