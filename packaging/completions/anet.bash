@@ -8,7 +8,8 @@ auto_reply.api_timeout_seconds auto_reply.work_dir auto_reply.work_retention
 auto_reply.egress_allow auto_reply.sandbox.runs_per_day
 auto_reply.sandbox.runs_per_peer_per_day auto_reply.sandbox.spend_per_day
 auto_reply.sandbox.spend_per_peer_per_day auto_reply.sandbox.memory_max
-auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max"
+auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max intake.stranger_pending_max
+intake.strangers_pending_max intake.disk_free_min"
 
 _anet_autoreply_keys="backend agent trusted untrusted model api_base api_timeout_seconds
 work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day

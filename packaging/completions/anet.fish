@@ -12,7 +12,8 @@ set -l anet_config_keys listen keys_file log_level \
     auto_reply.work_dir auto_reply.work_retention auto_reply.egress_allow \
     auto_reply.sandbox.runs_per_day auto_reply.sandbox.runs_per_peer_per_day \
     auto_reply.sandbox.spend_per_day auto_reply.sandbox.spend_per_peer_per_day \
-    auto_reply.sandbox.memory_max auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max
+    auto_reply.sandbox.memory_max auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max \
+    intake.stranger_pending_max intake.strangers_pending_max intake.disk_free_min
 
 # __anet_args_after SUB prints how many arguments follow the subcommand SUB on the line.
 function __anet_args_after

@@ -27,6 +27,23 @@ type Config struct {
 	LogLevel LogLevel
 	// AutoReply is the `auto_reply` section.
 	AutoReply AutoReply
+	// Intake is the `intake` section.
+	Intake Intake
+}
+
+// Intake is the `intake` section: storage the node keeps for peers it does not know (N1).
+// Unanswered tasks are charged their text plus 1 KiB each (the signed copy, the evidence
+// entry, the row); answering or refusing a task gives its charge back.
+type Intake struct {
+	// StrangerPendingMax bounds one stranger key's unanswered tasks, in bytes charged; 0
+	// refuses every stranger's task.
+	StrangerPendingMax int64
+	// StrangersPendingMax bounds all strangers' unanswered tasks together.
+	StrangersPendingMax int64
+	// DiskFreeMin is the free-space floor: below it strangers' messages are refused with
+	// disk_low (known peers' below half of it, trusted peers' below a quarter) and `anet
+	// status` warns; 0 turns the guard off.
+	DiskFreeMin int64
 }
 
 // AutoReply is the `auto_reply` section: how tasks from peers are answered automatically.
@@ -172,6 +189,11 @@ func Default() Config {
 				TasksMax:           limits.Tasks,
 				DiskMax:            limits.DiskBytes,
 			},
+		},
+		Intake: Intake{
+			StrangerPendingMax:  1 * MiB,
+			StrangersPendingMax: 64 * MiB,
+			DiskFreeMin:         256 * MiB,
 		},
 	}
 }

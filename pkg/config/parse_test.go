@@ -58,6 +58,9 @@ func TestDefaults(t *testing.T) {
 		"auto_reply.sandbox.memory_max":             "2GiB",
 		"auto_reply.sandbox.tasks_max":              "256",
 		"auto_reply.sandbox.disk_max":               "2GiB",
+		"intake.stranger_pending_max":               "1MiB",
+		"intake.strangers_pending_max":              "64MiB",
+		"intake.disk_free_min":                      "256MiB",
 	}
 	for _, k := range leaves(schema, "") {
 		if _, ok := want[k]; !ok {
@@ -244,6 +247,9 @@ func TestValueRanges(t *testing.T) {
 		{"timeout 86400", "auto_reply:\n  api_timeout_seconds: 86400\n"},
 		{"retention 0", "auto_reply:\n  work_retention: 0\n"},
 		{"retention days", "auto_reply:\n  work_retention: 30d\n"},
+		{"strangers' quota 0 (N1: closed to strangers)", "intake:\n  stranger_pending_max: 0\n  strangers_pending_max: 0\n"},
+		{"strangers' quota equal to one stranger's", "intake:\n  stranger_pending_max: 4MiB\n  strangers_pending_max: 4MiB\n"},
+		{"disk guard off", "intake:\n  disk_free_min: 0\n"},
 	}
 	for _, o := range ok {
 		t.Run("ok/"+o.name, func(t *testing.T) {
@@ -272,6 +278,10 @@ func TestValueRanges(t *testing.T) {
 		{"work_dir relative", "auto_reply:\n  work_dir: work\n", `config.yaml:2: auto_reply.work_dir: "work" is not an absolute path`},
 		{"keys_file relative", "keys_file: ~/keys.yaml\n", `config.yaml:1: keys_file: "~/keys.yaml" is not an absolute path`},
 		{"model with space", "auto_reply:\n  model: claude haiku\n", `config.yaml:2: auto_reply.model: "claude haiku" must be a model identifier`},
+		{"strangers' quota below one stranger's", "intake:\n  stranger_pending_max: 2MiB\n  strangers_pending_max: 1MiB\n",
+			"config.yaml:3: intake.strangers_pending_max: 1MiB is less than intake.stranger_pending_max (2MiB)"},
+		{"stranger quota decimal unit", "intake:\n  stranger_pending_max: 1MB\n", `config.yaml:2: intake.stranger_pending_max: "1MB" is not a size`},
+		{"disk floor negative", "intake:\n  disk_free_min: -1\n", `config.yaml:2: intake.disk_free_min: "-1" is not a size`},
 	}
 	for _, b := range bad {
 		t.Run("bad/"+b.name, func(t *testing.T) {
@@ -285,7 +295,7 @@ func TestValueRanges(t *testing.T) {
 func TestUnknownKeys(t *testing.T) {
 	cases := []struct{ name, src, want string }{
 		{"top level", "listen: \"\"\nlog_level: info\nauto_replyy:\n  trusted: off\n",
-			`config.yaml:3: unknown key "auto_replyy" (known: listen, keys_file, log_level, auto_reply)`},
+			`config.yaml:3: unknown key "auto_replyy" (known: listen, keys_file, log_level, auto_reply, intake)`},
 		{"auto_reply", "auto_reply:\n  trusted: off\n  modle: x\n",
 			`config.yaml:3: unknown key "auto_reply.modle" (known: backend, agent, trusted, untrusted, model, api_base, api_timeout_seconds, work_dir, work_retention, egress_allow, sandbox)`},
 		{"sandbox", "auto_reply:\n  sandbox:\n    runs_per_day: 3\n\n    runs_per_dya: 3\n",

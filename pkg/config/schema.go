@@ -49,6 +49,11 @@ var schema = &field{children: []*field{
 			sizeField("disk_max", func(c *Config) *int64 { return &c.AutoReply.Sandbox.DiskMax }),
 		}},
 	}},
+	{name: "intake", children: []*field{
+		sizeField("stranger_pending_max", func(c *Config) *int64 { return &c.Intake.StrangerPendingMax }),
+		sizeField("strangers_pending_max", func(c *Config) *int64 { return &c.Intake.StrangersPendingMax }),
+		sizeField("disk_free_min", func(c *Config) *int64 { return &c.Intake.DiskFreeMin }),
+	}},
 }}
 
 // lookup finds the field at a dotted key path.

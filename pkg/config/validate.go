@@ -76,6 +76,13 @@ func (c Config) issues() []*Error {
 	add("auto_reply.sandbox.memory_max", atLeast(s.MemoryMax, minMemoryMax, true))
 	add("auto_reply.sandbox.tasks_max", atLeast(int64(s.TasksMax), minTasksMax, false))
 	add("auto_reply.sandbox.disk_max", atLeast(s.DiskMax, minDiskMax, true))
+	in := c.Intake
+	add("intake.stranger_pending_max", atLeast(in.StrangerPendingMax, 0, true))
+	if in.StrangersPendingMax < in.StrangerPendingMax {
+		add("intake.strangers_pending_max", fmt.Errorf("%s is less than intake.stranger_pending_max (%s): all strangers together must have at least one stranger's room",
+			FormatSize(in.StrangersPendingMax), FormatSize(in.StrangerPendingMax)))
+	}
+	add("intake.disk_free_min", atLeast(in.DiskFreeMin, 0, true))
 	return errs
 }
 
