@@ -16,6 +16,9 @@ const (
 	MethodHello    = "hello"
 	MethodStatus   = "status"
 	MethodShutdown = "shutdown"
+	// MethodPing is the supervisor's liveness check (N2); it is answered by the protocol
+	// loop itself, so a helper answers as long as that loop runs.
+	MethodPing = "ping"
 )
 
 // HelloRequest opens the exchange: the parent says which versions it speaks.
@@ -80,6 +83,7 @@ func ServeHelper(ctx context.Context, name string, handlers map[string]Handler, 
 	all[MethodShutdown] = func(context.Context, *Request) (Reply, error) {
 		return Reply{Body: map[string]bool{"ok": true}}, nil
 	}
+	all[MethodPing] = func(context.Context, *Request) (Reply, error) { return Reply{}, nil }
 	p := NewPeer(conn, all, nil, log)
 	err = p.Run(ctx)
 	log.Info("helper stopping")

@@ -286,6 +286,12 @@ func startTestHelper(t *testing.T, typ int) *Supervisor {
 	saved := socketType
 	socketType = typ
 	t.Cleanup(func() { socketType = saved })
+	return startTestHelperWith(t, HelperSpec{})
+}
+
+// startTestHelperWith starts the test helper with spec's liveness settings.
+func startTestHelperWith(t *testing.T, spec HelperSpec) *Supervisor {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -303,6 +309,7 @@ func startTestHelper(t *testing.T, typ int) *Supervisor {
 		Path:       self,
 		Env:        []string{"ANET_PRIVSEP_TEST_HELPER=1", "PATH=/usr/bin:/bin"},
 		MinBackoff: 50 * time.Millisecond,
+		PingEvery:  spec.PingEvery, PingTimeout: spec.PingTimeout, KillAfter: spec.KillAfter,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t.Cleanup(func() { s.Stop(context.Background()) })
 	waitState(t, s, StateRunning)

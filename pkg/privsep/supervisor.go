@@ -39,6 +39,10 @@ type HelperSpec struct {
 	// StopTimeout is how long Stop waits for the helper to exit after closing its socket
 	// before it kills it; zero means 2 s.
 	StopTimeout time.Duration
+	// Liveness (N2): a running helper is pinged every PingEvery; one that has not answered
+	// for PingTimeout is unresponsive (treated as down: Peer fails), and one silent for
+	// KillAfter is killed and restarted like a crashed one. Zero means 2 s, 5 s and 30 s.
+	PingEvery, PingTimeout, KillAfter time.Duration
 }
 
 // State of a helper.
@@ -47,19 +51,23 @@ type State string
 const (
 	StateStarting State = "starting"
 	StateRunning  State = "running"
-	StateDown     State = "down"
-	StateStopped  State = "stopped"
+	// StateUnresponsive: the process exists but does not answer pings (N2).
+	StateUnresponsive State = "unresponsive"
+	StateDown         State = "down"
+	StateStopped      State = "stopped"
 )
 
-// Status is what `anet status` shows of a helper.
+// Status is what `anet status` shows of a helper. For an unresponsive helper Since is its
+// last answer and UnresponsiveSeconds how long it has been silent.
 type Status struct {
-	Name      string         `json:"name"`
-	PID       int            `json:"pid,omitempty"`
-	State     State          `json:"state"`
-	Restarts  int            `json:"restarts"`
-	LastError string         `json:"last_error,omitempty"`
-	Since     time.Time      `json:"since"`
-	Info      map[string]any `json:"info,omitempty"`
+	Name                string         `json:"name"`
+	PID                 int            `json:"pid,omitempty"`
+	State               State          `json:"state"`
+	Restarts            int            `json:"restarts"`
+	LastError           string         `json:"last_error,omitempty"`
+	Since               time.Time      `json:"since"`
+	UnresponsiveSeconds int64          `json:"unresponsive_seconds,omitempty"`
+	Info                map[string]any `json:"info,omitempty"`
 }
 
 // Supervisor keeps one helper running: it starts it, restarts it with back-off when it dies,
@@ -73,6 +81,7 @@ type Supervisor struct {
 	peer   *Peer
 	cmd    *exec.Cmd
 	stop   bool
+	killed string // why the watchdog killed the current process, for LastError
 
 	// cancel ends the supervision context: the helper's socket is closed and the helper
 	// exits on EOF (or is killed after StopTimeout).
@@ -91,6 +100,15 @@ func StartHelper(ctx context.Context, spec HelperSpec, log *slog.Logger) *Superv
 	if spec.StopTimeout == 0 {
 		spec.StopTimeout = 2 * time.Second
 	}
+	if spec.PingEvery == 0 {
+		spec.PingEvery = 2 * time.Second
+	}
+	if spec.PingTimeout == 0 {
+		spec.PingTimeout = 5 * time.Second
+	}
+	if spec.KillAfter == 0 {
+		spec.KillAfter = 30 * time.Second
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Supervisor{
 		spec:   spec,
@@ -107,7 +125,11 @@ func StartHelper(ctx context.Context, spec HelperSpec, log *slog.Logger) *Superv
 func (s *Supervisor) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.status
+	st := s.status
+	if st.State == StateUnresponsive {
+		st.UnresponsiveSeconds = int64(time.Since(st.Since) / time.Second)
+	}
+	return st
 }
 
 // Peer returns the live connection, or an error with code helper_down while the helper is
@@ -117,7 +139,9 @@ func (s *Supervisor) Peer() (*Peer, error) {
 	defer s.mu.Unlock()
 	if s.peer == nil || s.status.State != StateRunning {
 		detail := fmt.Sprintf("%s is %s", s.spec.Name, s.status.State)
-		if s.status.LastError != "" {
+		if s.status.State == StateUnresponsive {
+			detail += fmt.Sprintf(" (no answer for %s)", time.Since(s.status.Since).Round(time.Second))
+		} else if s.status.LastError != "" {
 			detail += ": " + s.status.LastError
 		}
 		return nil, reasons.New(reasons.HelperDown, detail)
@@ -280,6 +304,11 @@ func (s *Supervisor) runOnce(ctx context.Context) error {
 
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- cmd.Wait() }()
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	if herr == nil {
+		go s.watch(ctx, peer, cmd, watchDone)
+	}
 	var exitErr error
 	select {
 	case exitErr = <-waitErr:
@@ -293,16 +322,95 @@ func (s *Supervisor) runOnce(ctx context.Context) error {
 	s.mu.Lock()
 	s.peer = nil
 	s.cmd = nil
+	killed := s.killed
+	s.killed = ""
 	s.mu.Unlock()
 	peer.Close()
 	<-logDone
-	if herr != nil && exitErr == nil {
+	switch {
+	case killed != "":
+		return fmt.Errorf("%s (%v)", killed, exitErr)
+	case herr != nil && exitErr == nil:
 		return fmt.Errorf("hello: %w", herr)
-	}
-	if exitErr == nil {
+	case exitErr == nil:
 		return errors.New("exited with status 0")
 	}
 	return exitErr
+}
+
+// watch pings a running helper (N2). A helper silent for PingTimeout is unresponsive: Peer
+// fails for it as for a helper that is down, so new work fails closed. One silent for
+// KillAfter is killed; runOnce then returns and loop restarts it with back-off, exactly as
+// after a crash. A helper that answers again is running again.
+func (s *Supervisor) watch(ctx context.Context, peer *Peer, cmd *exec.Cmd, done <-chan struct{}) {
+	last := time.Now()
+	answered := make(chan time.Time, 1)
+	inFlight := false
+	tick := time.NewTicker(s.spec.PingEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case at := <-answered:
+			inFlight, last = false, at
+			s.answered()
+			continue
+		case <-tick.C:
+		}
+		silent := time.Since(last)
+		if silent >= s.spec.KillAfter {
+			why := fmt.Sprintf("did not answer for %s; killed", silent.Round(time.Second))
+			s.log.Error("helper unresponsive; killing it", "pid", cmd.Process.Pid, "silent", silent.Round(time.Second).String())
+			s.mu.Lock()
+			s.killed = why
+			s.mu.Unlock()
+			cmd.Process.Kill()
+			return
+		}
+		if silent >= s.spec.PingTimeout {
+			s.unresponsive(last)
+		}
+		if !inFlight {
+			inFlight = true
+			go func() {
+				// The ping waits as long as it must: an answer after the timeout still
+				// brings the helper back.
+				pctx, cancel := context.WithTimeout(ctx, s.spec.KillAfter)
+				defer cancel()
+				if _, err := peer.Call(pctx, MethodPing, nil, nil); err == nil {
+					select {
+					case answered <- time.Now():
+					case <-done:
+					}
+				}
+			}()
+		}
+	}
+}
+
+// unresponsive marks a running helper silent since last.
+func (s *Supervisor) unresponsive(last time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.State != StateRunning {
+		return
+	}
+	s.status.State, s.status.Since = StateUnresponsive, last
+	s.log.Warn("helper unresponsive: its capability is unavailable until it answers or is restarted", "pid", s.status.PID, "silent_since", last)
+}
+
+// answered marks an unresponsive helper running again.
+func (s *Supervisor) answered() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status.State != StateUnresponsive {
+		return
+	}
+	s.status.State, s.status.Since = StateRunning, time.Now()
+	s.log.Info("helper answers again", "pid", s.status.PID)
 }
 
 func (s *Supervisor) waitOrKill(cmd *exec.Cmd, waitErr chan error) error {
