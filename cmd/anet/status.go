@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/privsep"
 )
 
 func statusCommand() *cli.Command {
@@ -47,7 +48,7 @@ func printStatus(st control.Status) {
 	fmt.Println("helpers:")
 	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	for _, h := range st.Helpers {
-		line := fmt.Sprintf("  %s\t%s\tpid %d\trestarts %d", h.Name, h.State, h.PID, h.Restarts)
+		line := fmt.Sprintf("  %s\t%s\tpid %d\trestarts %d", h.Name, helperState(h), h.PID, h.Restarts)
 		if h.LastError != "" {
 			line += "\tlast error: " + h.LastError
 		}
@@ -66,6 +67,14 @@ func printStatus(st control.Status) {
 		}
 		fmt.Println(line)
 	}
+}
+
+// helperState is the state as people read it: an unresponsive helper says for how long (N2).
+func helperState(h privsep.Status) string {
+	if h.State == privsep.StateUnresponsive {
+		return fmt.Sprintf("%s for %ds", h.State, h.UnresponsiveSeconds)
+	}
+	return string(h.State)
 }
 
 func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Budget) {

@@ -47,7 +47,12 @@ func HelperChecks(helpers []privsep.Status) []check.Check {
 	for _, h := range helpers {
 		c := check.Check{Name: "node." + h.Name, Requirement: "C3", OK: h.State == privsep.StateRunning,
 			Detail: fmt.Sprintf("%s (pid %d, restarts %d)", h.State, h.PID, h.Restarts)}
-		if !c.OK {
+		switch {
+		case h.State == privsep.StateUnresponsive:
+			// N2: running but silent; treated as down until it answers or is restarted.
+			c.Requirement, c.Code = "N2", reasons.HelperUnresponsive
+			c.Detail = fmt.Sprintf("%s for %ds (pid %d, restarts %d)", h.State, h.UnresponsiveSeconds, h.PID, h.Restarts)
+		case !c.OK:
 			c.Code = reasons.HelperDown
 			if h.LastError != "" {
 				c.Detail += ": " + h.LastError

@@ -59,9 +59,16 @@ func (n *Node) status() control.Status {
 	for _, h := range n.helpers() {
 		hs := h.Status()
 		st.Helpers = append(st.Helpers, hs)
-		if hs.State != privsep.StateRunning {
+		switch hs.State {
+		case privsep.StateRunning:
+		case privsep.StateUnresponsive:
+			st.Warnings = append(st.Warnings, control.Warning{Code: string(reasons.HelperUnresponsive), Text: reasons.Text(reasons.HelperUnresponsive), Detail: helperDetail(hs)})
+		default:
 			st.Warnings = append(st.Warnings, control.Warning{Code: string(reasons.HelperDown), Text: reasons.Text(reasons.HelperDown), Detail: helperDetail(hs)})
 		}
+	}
+	if w, ok := n.diskWarning(); ok {
+		st.Warnings = append(st.Warnings, w)
 	}
 	// Only anet-egress knows the keys; it tells which providers have one, never a value.
 	if eg := n.egress.Status(); eg.State == privsep.StateRunning {
@@ -86,6 +93,9 @@ func (n *Node) status() control.Status {
 
 func helperDetail(hs privsep.Status) string {
 	d := hs.Name + " is " + string(hs.State)
+	if hs.State == privsep.StateUnresponsive {
+		return d + " (pid " + strconv.Itoa(hs.PID) + ", no answer for " + strconv.FormatInt(hs.UnresponsiveSeconds, 10) + "s; runs fail closed)"
+	}
 	if hs.LastError != "" {
 		d += " (last error: " + hs.LastError + ", restarts: " + strconv.Itoa(hs.Restarts) + ")"
 	}

@@ -133,6 +133,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 		return err
 	}
 	defer n.peers.Close()
+	go n.checkpoints(hctx)
 
 	tok, err := control.NewToken()
 	if err != nil {

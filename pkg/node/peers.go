@@ -16,7 +16,9 @@ import (
 // empty) and starts the outbox delivery loop. A listener that cannot bind stops start-up:
 // peers would otherwise be refused while the node looks healthy.
 func (n *Node) startPeers() error {
-	svc, err := peer.New(peer.Options{Identity: n.id, Store: n.store, Engine: n.opts.Engine, Log: n.log})
+	in := n.cfg.Intake
+	svc, err := peer.New(peer.Options{Identity: n.id, Store: n.store, Engine: n.opts.Engine, Log: n.log,
+		Quota: &peer.Quota{PerStranger: in.StrangerPendingMax, Strangers: in.StrangersPendingMax, DiskFreeMin: in.DiskFreeMin}})
 	if err != nil {
 		return err
 	}
@@ -90,6 +92,7 @@ func (n *Node) addPeer(r *http.Request) (any, error) {
 	if err := n.store.AddPeer(r.Context(), n.id, in.AID, in.Addr); err != nil {
 		return nil, err
 	}
+	n.peers.PeersChanged()
 	n.peers.Kick() // messages waiting for this peer's address can go now
 	return control.Peer{AID: in.AID, Addr: in.Addr}, nil
 }
@@ -104,6 +107,7 @@ func (n *Node) removePeer(r *http.Request) (any, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	n.peers.PeersChanged()
 	return map[string]string{"removed": aid}, nil
 }
 
@@ -130,6 +134,7 @@ func (n *Node) addTrust(r *http.Request) (any, error) {
 	if err := n.store.AddTrust(r.Context(), n.id, in.AID); err != nil {
 		return nil, err
 	}
+	n.peers.PeersChanged()
 	return control.TrustEntry{AID: in.AID}, nil
 }
 
@@ -143,6 +148,7 @@ func (n *Node) removeTrust(r *http.Request) (any, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	n.peers.PeersChanged()
 	return map[string]string{"removed": aid}, nil
 }
 

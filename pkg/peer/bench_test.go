@@ -16,7 +16,7 @@ import (
 func BenchmarkIntake(b *testing.B) {
 	b.Run("tasks", func(b *testing.B) {
 		unlimited := RateLimit{Burst: 1 << 30, PerMinute: 1 << 30}
-		node := newTestNode(b, 2, Options{Rate: unlimited, NodeRate: unlimited})
+		node := newTestNode(b, 2, Options{Rates: Rates{Stranger: unlimited, StrangerSource: unlimited, Strangers: unlimited}, Quota: &Quota{PerStranger: 1 << 40, Strangers: 1 << 40}})
 		node.listen(b)
 		k := newSeedKey(1)
 		conn := node.dial(b, k)

@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 )
 
 // Client dials peers with the node's certificate.
 type Client struct {
-	id   KeyHolder
-	cert tls.Certificate
+	id    KeyHolder
+	cert  tls.Certificate
+	local netip.Addr // source address of dials; zero lets the system choose
 }
 
 // NewClient makes a client for the node key.
@@ -22,6 +24,15 @@ func NewClient(id KeyHolder) (*Client, error) {
 		return nil, err
 	}
 	return &Client{id: id, cert: cert}, nil
+}
+
+// From returns a copy of c that dials from the local address ip: a host with several
+// addresses can reach peers from the one they know it by (admission vouches for sources,
+// not keys, before the handshake); tests play many hosts with it.
+func (c *Client) From(ip netip.Addr) *Client {
+	cp := *c
+	cp.local = ip
+	return &cp
 }
 
 // Conn is an authenticated connection to one peer.
@@ -39,6 +50,9 @@ func (c *Client) Dial(ctx context.Context, addr, want string) (*Conn, error) {
 	defer cancel()
 	// Peers are reached directly: a proxy setting in the environment is not consulted (H7).
 	d := &net.Dialer{}
+	if c.local.IsValid() {
+		d.LocalAddr = &net.TCPAddr{IP: c.local.AsSlice()}
+	}
 	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial peer %s at %s: %w", want, addr, err)

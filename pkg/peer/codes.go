@@ -17,6 +17,8 @@ const (
 	CodeUnknownInteraction reasons.Code = "peer_unknown_interaction"
 	CodeAlreadyAnswered    reasons.Code = "peer_already_answered"
 	CodeWrongAID           reasons.Code = "peer_wrong_aid"
+	CodePeerQuota          reasons.Code = "peer_quota_exceeded"
+	CodeStrangersQuota     reasons.Code = "strangers_quota_exceeded"
 )
 
 func init() {
@@ -33,13 +35,15 @@ func init() {
 		reasons.Entry{Code: CodeUnknownInteraction, Kind: reasons.KindNode, Text: "no task with this interaction id was sent to this peer"},
 		reasons.Entry{Code: CodeAlreadyAnswered, Kind: reasons.KindNode, Text: "this interaction already has an answer"},
 		reasons.Entry{Code: CodeWrongAID, Kind: reasons.KindNode, Text: "the node at this address holds a different key than the expected aid"},
+		reasons.Entry{Code: CodePeerQuota, Kind: reasons.KindNode, Requirement: "N1", Text: "the receiving node holds as many unanswered tasks from this sender as it keeps for one peer it does not know; send it again once earlier tasks are answered"},
+		reasons.Entry{Code: CodeStrangersQuota, Kind: reasons.KindNode, Requirement: "N1", Text: "the receiving node holds as many unanswered tasks from peers it does not know as it keeps for all of them together; send it again later"},
 	)
 }
 
 // Transient reports whether a refusal with code c may succeed when sent again later.
 func Transient(c reasons.Code) bool {
 	switch c {
-	case CodeRateLimited, CodeReplayWindow, reasons.Internal:
+	case CodeRateLimited, CodeReplayWindow, reasons.Internal, CodePeerQuota, CodeStrangersQuota, reasons.DiskLow:
 		return true
 	}
 	return false

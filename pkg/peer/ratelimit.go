@@ -1,80 +1,128 @@
 package peer
 
 import (
+	"fmt"
 	"sync"
 	"time"
+
+	"anet.dev/anet/pkg/peer/admission"
+	"anet.dev/anet/pkg/store"
 )
 
-// RateLimit is a token bucket per peer: Burst messages at once, refilled at PerMinute.
-type RateLimit struct {
-	Burst     int
-	PerMinute float64
+// RateLimit is a token bucket: Burst messages at once, refilled at PerMinute.
+type RateLimit = admission.Rate
+
+// Rates are the message budgets (N1). Trusted and known peers each have their own bucket per
+// key, apart from everything strangers share; a stranger's message must find a token in its
+// key's bucket, its source's bucket and the bucket of all strangers together. Zero fields
+// take DefaultRates.
+type Rates struct {
+	Trusted        RateLimit // per trusted key
+	Known          RateLimit // per key in the peers table
+	Stranger       RateLimit // per stranger key
+	StrangerSource RateLimit // all stranger keys from one source (IPv4 address, IPv6 /64)
+	Strangers      RateLimit // all strangers together
 }
 
-// DefaultRateLimit lets a peer send 20 messages at once and 30 a minute after that.
-var DefaultRateLimit = RateLimit{Burst: 20, PerMinute: 30}
-
-// DefaultNodeRateLimit bounds all peers together: keys cost nothing, so a per-peer limit
-// alone would not stop one party with many keys from filling the disk.
-var DefaultNodeRateLimit = RateLimit{Burst: 2000, PerMinute: 1200}
-
-// limiter holds one bucket per aid. mu guards buckets.
-type limiter struct {
-	rate RateLimit
-	now  func() time.Time
-
-	mu      sync.Mutex
-	buckets map[string]*bucket
+// DefaultRates: keys cost nothing, so strangers are bounded per key, per address and
+// together; the peers the operator chose are bounded only per key.
+var DefaultRates = Rates{
+	Trusted:        RateLimit{Burst: 200, PerMinute: 600},
+	Known:          RateLimit{Burst: 50, PerMinute: 120},
+	Stranger:       RateLimit{Burst: 20, PerMinute: 30},
+	StrangerSource: RateLimit{Burst: 200, PerMinute: 300},
+	Strangers:      RateLimit{Burst: 2000, PerMinute: 1200},
 }
 
-type bucket struct {
-	tokens float64
-	last   time.Time
+func (r Rates) withDefaults() Rates {
+	for _, f := range []struct{ v, d *RateLimit }{
+		{&r.Trusted, &DefaultRates.Trusted}, {&r.Known, &DefaultRates.Known}, {&r.Stranger, &DefaultRates.Stranger},
+		{&r.StrangerSource, &DefaultRates.StrangerSource}, {&r.Strangers, &DefaultRates.Strangers},
+	} {
+		if f.v.Burst <= 0 {
+			*f.v = *f.d
+		}
+	}
+	return r
 }
 
-// maxBuckets bounds the map; buckets that refilled completely carry no state and are dropped.
-const maxBuckets = 10000
-
-func newLimiter(r RateLimit, now func() time.Time) *limiter {
-	return &limiter{rate: r, now: now, buckets: map[string]*bucket{}}
+// restoreWindow is how far back the store is read to rebuild the buckets: the longest any
+// bucket takes to refill.
+func (r Rates) restoreWindow() time.Duration {
+	return max(r.Trusted.RefillTime(), r.Known.RefillTime(), r.Stranger.RefillTime(), r.StrangerSource.RefillTime(), r.Strangers.RefillTime())
 }
 
-// allow takes one token from aid's bucket, or reports false when it is empty.
-func (l *limiter) allow(aid string) bool {
+// msgLimiter holds every message bucket under one mutex, so a message takes its tokens from
+// all the buckets that apply or from none. mu guards the buckets.
+type msgLimiter struct {
+	r Rates
+
+	mu                                          sync.Mutex
+	trusted, known, stranger, source, strangers *admission.Buckets
+}
+
+func newMsgLimiter(r Rates) *msgLimiter {
+	r = r.withDefaults()
+	return &msgLimiter{r: r,
+		trusted: admission.NewBuckets(r.Trusted, 0), known: admission.NewBuckets(r.Known, 0),
+		stranger: admission.NewBuckets(r.Stranger, 0), source: admission.NewBuckets(r.StrangerSource, 0),
+		strangers: admission.NewBuckets(r.Strangers, 1),
+	}
+}
+
+// check is one bucket a message needs a token from, and the words for its refusal.
+type check struct {
+	b      *admission.Buckets
+	key    string
+	detail func() string
+}
+
+func (l *msgLimiter) checks(aid string, class admission.Class, src admission.Source) []check {
+	limit := func(what string, r RateLimit, whose string) func() string {
+		return func() string {
+			return fmt.Sprintf("%slimit: %d messages at once, %g a minute%s", what, r.Burst, r.PerMinute, whose)
+		}
+	}
+	switch class {
+	case admission.Trusted:
+		return []check{{l.trusted, aid, limit("", l.r.Trusted, " (trusted peer)")}}
+	case admission.Known:
+		return []check{{l.known, aid, limit("", l.r.Known, " (known peer)")}}
+	}
+	return []check{
+		{l.stranger, aid, limit("", l.r.Stranger, "")},
+		{l.source, src.String(), limit("source ", l.r.StrangerSource, " from all strangers at "+src.String())},
+		{l.strangers, "", limit("node-wide ", l.r.Strangers, " from all strangers")},
+	}
+}
+
+// allow takes a token from every bucket that applies to a message, or from none; the
+// refusal names the first bucket that was empty.
+func (l *msgLimiter) allow(aid string, class admission.Class, src admission.Source, now time.Time) (bool, string) {
+	cs := l.checks(aid, class, src)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := l.now()
-	b, ok := l.buckets[aid]
-	if !ok {
-		if len(l.buckets) >= maxBuckets {
-			l.prune(now)
+	for _, c := range cs {
+		if !c.b.Has(c.key, now) {
+			return false, c.detail()
 		}
-		b = &bucket{tokens: float64(l.rate.Burst), last: now}
-		l.buckets[aid] = b
 	}
-	l.refill(b, now)
-	if b.tokens < 1 {
-		return false
+	for _, c := range cs {
+		c.b.Take(c.key, now)
 	}
-	b.tokens--
-	return true
+	return true, ""
 }
 
-func (l *limiter) refill(b *bucket, now time.Time) {
-	if el := now.Sub(b.last); el > 0 {
-		b.tokens += el.Minutes() * l.rate.PerMinute
-		if b.tokens > float64(l.rate.Burst) {
-			b.tokens = float64(l.rate.Burst)
-		}
-		b.last = now
-	}
-}
-
-func (l *limiter) prune(now time.Time) {
-	for k, b := range l.buckets {
-		l.refill(b, now)
-		if b.tokens >= float64(l.rate.Burst) {
-			delete(l.buckets, k)
+// restore replays messages accepted before a restart, oldest first, so a restart gives no
+// one a fresh burst: each took its tokens at the time it arrived, and the buckets have been
+// refilling since.
+func (l *msgLimiter) restore(stamps []store.IncomingStamp, classOf func(string) admission.Class) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, st := range stamps {
+		src, _ := admission.ParseSource(st.Src)
+		for _, c := range l.checks(st.Peer, classOf(st.Peer), src) {
+			c.b.Take(c.key, st.At)
 		}
 	}
 }

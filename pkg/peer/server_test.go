@@ -2,7 +2,6 @@ package peer
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ import (
 // of them reaches the inbox; an honest task does, once.
 func TestIntakeRefusals(t *testing.T) {
 	clk := &clock{t: time.Now().UTC()}
-	b := newTestNode(t, 2, Options{Now: clk.Now, Rate: RateLimit{Burst: 1000, PerMinute: 1}})
+	b := newTestNode(t, 2, Options{Now: clk.Now, Rates: Rates{Stranger: RateLimit{Burst: 1000, PerMinute: 1}}})
 	b.listen(t)
 	a, c := newSeedKey(1), newSeedKey(3)
 	connA, connC := b.dial(t, a), b.dial(t, c)
@@ -126,7 +125,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // The per-peer token bucket refuses what exceeds Burst, per peer, and refills with time.
 func TestRateLimit(t *testing.T) {
 	clk := &clock{t: time.Now().UTC()}
-	b := newTestNode(t, 2, Options{Now: clk.Now, Rate: RateLimit{Burst: 3, PerMinute: 6}})
+	b := newTestNode(t, 2, Options{Now: clk.Now, Rates: Rates{Stranger: RateLimit{Burst: 3, PerMinute: 6}}})
 	b.listen(t)
 	a, c := newSeedKey(1), newSeedKey(3)
 	connA, connC := b.dial(t, a), b.dial(t, c)
@@ -171,29 +170,6 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-// The bucket map stays bounded: once it holds maxBuckets, full buckets (no state) are
-// dropped, and a bucket still draining is kept, so new keys cannot reset a peer's limit.
-func TestLimiterPrunesOnlyFullBuckets(t *testing.T) {
-	clk := &clock{t: time.Now().UTC()}
-	l := newLimiter(RateLimit{Burst: 1, PerMinute: 60}, clk.Now)
-	for i := 0; i < maxBuckets; i++ {
-		l.allow(strconv.Itoa(i))
-	}
-	clk.Add(time.Minute) // every bucket refilled
-	if !l.allow("0") {
-		t.Fatal("allow(0) after a refill = false, want true")
-	}
-	if !l.allow("new") {
-		t.Fatal("allow(new key) = false, want true")
-	}
-	if n := len(l.buckets); n != 2 {
-		t.Fatalf("buckets after pruning = %d, want 2 (the drained one and the new one)", n)
-	}
-	if l.allow("0") {
-		t.Fatal("allow(0) again = true, want false: pruning must keep a drained bucket")
-	}
-}
-
 func TestWindowAndBackoff(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -230,7 +206,7 @@ func TestWindowAndBackoff(t *testing.T) {
 // The node-wide bucket bounds many keys together: new keys cost an attacker nothing.
 func TestNodeRateLimit(t *testing.T) {
 	clk := &clock{t: time.Now().UTC()}
-	b := newTestNode(t, 2, Options{Now: clk.Now, NodeRate: RateLimit{Burst: 2, PerMinute: 1}})
+	b := newTestNode(t, 2, Options{Now: clk.Now, Rates: Rates{Strangers: RateLimit{Burst: 2, PerMinute: 1}}})
 	b.listen(t)
 	for i, want := range []Status{StatusAccepted, StatusAccepted, StatusRefused} {
 		k := newSeedKey(byte(10 + i))

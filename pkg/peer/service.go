@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/identity"
+	"anet.dev/anet/pkg/peer/admission"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/store"
 )
@@ -22,22 +24,32 @@ import (
 type Options struct {
 	Identity KeyHolder
 	Store    *store.Store
-	Engine   Engine    // nil: tasks wait in the inbox
-	Rate     RateLimit // per peer
-	NodeRate RateLimit // all peers together
-	Window   Window
-	Backoff  Backoff
-	Now      func() time.Time
-	Log      *slog.Logger
+	Engine   Engine           // nil: tasks wait in the inbox
+	Rates    Rates            // zero fields: DefaultRates
+	Limits   admission.Limits // zero fields: admission.DefaultLimits
+	// Quota bounds strangers' unanswered tasks and sets the free-space floor; nil takes the
+	// configuration's defaults (config.Default().Intake).
+	Quota   *Quota
+	Window  Window
+	Backoff Backoff
+	Now     func() time.Time
+	Log     *slog.Logger
+	// DiskFree reports the free bytes where the store lives; nil asks the store.
+	DiskFree func() (int64, error)
 }
 
 // Service is the node's peer side: the listener and its store-backed intake, the outbox
 // and its delivery loop, and the Responder the engine and the operator answer through.
 type Service struct {
-	o      Options
-	client *Client
-	server *Server
-	kick   chan struct{}
+	o       Options
+	client  *Client
+	server  *Server
+	classes *classes
+	quota   Quota
+	disk    *diskGauge
+	kick    chan struct{}
+	// strangerLane admits one stranger's message at a time to the store.
+	strangerLane chan struct{}
 
 	mu       sync.Mutex // guards addr
 	addr     net.Addr
@@ -61,20 +73,41 @@ func New(o Options) (*Service, error) {
 	if o.Backoff.Base <= 0 {
 		o.Backoff = DefaultBackoff
 	}
-	s := &Service{o: o, kick: make(chan struct{}, 1)}
+	if o.Quota == nil {
+		d := config.Default().Intake
+		o.Quota = &Quota{PerStranger: d.StrangerPendingMax, Strangers: d.StrangersPendingMax, DiskFreeMin: d.DiskFreeMin}
+	}
+	if o.DiskFree == nil {
+		o.DiskFree = o.Store.FreeBytes
+	}
+	s := &Service{o: o, kick: make(chan struct{}, 1), quota: *o.Quota, strangerLane: make(chan struct{}, 1),
+		classes: newClasses(o.Store, o.Now, o.Log), disk: &diskGauge{read: o.DiskFree, now: o.Now}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	c, err := NewClient(o.Identity)
 	if err != nil {
 		return nil, err
 	}
 	s.client = c
-	srv, err := NewServer(ServerOptions{Identity: o.Identity, Intake: intake{s}, Rate: o.Rate, NodeRate: o.NodeRate, Window: o.Window, Now: o.Now, Log: o.Log})
+	srv, err := NewServer(ServerOptions{Identity: o.Identity, Intake: intake{s}, Classes: s.classes, Rates: o.Rates, Limits: o.Limits,
+		Window: o.Window, Now: o.Now, Log: o.Log})
 	if err != nil {
 		return nil, err
 	}
 	s.server = srv
+	// A restart gives nobody a fresh burst: the buckets start from what was accepted.
+	since := o.Now().Add(-srv.rate.r.restoreWindow())
+	stamps, err := o.Store.RecentIncoming(s.ctx, since)
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("peer service: restore rate limits: %w", err)
+	}
+	srv.rate.restore(stamps, s.classes.Class)
 	return s, nil
 }
+
+// PeersChanged tells the listener that the peers table or the trust list changed, so the
+// next connection is classed by the new tables.
+func (s *Service) PeersChanged() { s.classes.Refresh() }
 
 // Listen binds addr (host:port; port 0 picks one) and serves peers on it.
 func (s *Service) Listen(addr string) (net.Addr, error) {

@@ -86,10 +86,22 @@ func baseConfig(cert tls.Certificate) *tls.Config {
 }
 
 // serverConfig requires a client certificate and checks it with PeerAID; the aid is read
-// from the connection state after the handshake.
+// from the connection state after the handshake. A client that offers no ALPN at all gets
+// the no_application_protocol alert (crypto/tls sends it itself only when the client offers
+// other protocols; with none offered it would go on, and the check in VerifyConnection could
+// only answer bad_certificate).
 func serverConfig(cert tls.Certificate) *tls.Config {
 	c := baseConfig(cert)
 	c.ClientAuth = tls.RequireAnyClientCert
+	c.GetConfigForClient = func(chi *tls.ClientHelloInfo) (*tls.Config, error) {
+		if len(chi.SupportedProtos) > 0 {
+			return nil, nil
+		}
+		if a, ok := chi.Conn.(alerter); ok {
+			a.alert(alertNoApplicationProtocol)
+		}
+		return nil, fmt.Errorf("peer: client offered no ALPN; want %q", ALPN)
+	}
 	c.VerifyConnection = func(cs tls.ConnectionState) error {
 		if cs.NegotiatedProtocol != ALPN {
 			return fmt.Errorf("peer: client did not offer ALPN %q", ALPN)

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
@@ -124,7 +125,8 @@ func TestDialRefusesServerWithoutALPN(t *testing.T) {
 }
 
 // The listener refuses clients without a certificate, with a non-Ed25519 one, with
-// another node's certificate but the wrong private key, below TLS 1.3 or without ALPN.
+// another node's certificate but the wrong private key, below TLS 1.3 or without ALPN; a
+// client that offers no ALPN, or another protocol, reads the no_application_protocol alert.
 func TestServerRefusesBadClients(t *testing.T) {
 	logs := &syncBuffer{}
 	b := newTestNode(t, 2, Options{Log: slog.New(slog.NewTextHandler(logs, nil))})
@@ -137,17 +139,19 @@ func TestServerRefusesBadClients(t *testing.T) {
 		name   string
 		mutate func(*tls.Config)
 		why    string // in the server's log line for the refusal
+		alert  string // in the client's error, when the refusal is a specific alert
 	}{
-		{"no client certificate", func(cfg *tls.Config) { cfg.Certificates = nil }, "didn't provide a certificate"},
+		{"no client certificate", func(cfg *tls.Config) { cfg.Certificates = nil }, "didn't provide a certificate", ""},
 		{"ecdsa certificate", func(cfg *tls.Config) {
 			cfg.Certificates = []tls.Certificate{{Certificate: [][]byte{selfSigned(t, &ec.PublicKey, ec)}, PrivateKey: ec}}
-		}, "want Ed25519"},
+		}, "want Ed25519", ""},
 		// The impostor presents A's real certificate but holds only C's key.
 		{"A's certificate with C's key", func(cfg *tls.Config) {
 			cfg.Certificates = []tls.Certificate{{Certificate: aCert.Certificate, PrivateKey: c.priv}}
-		}, "invalid signature by the client certificate"},
-		{"TLS 1.2", func(cfg *tls.Config) { cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS12, tls.VersionTLS12 }, "unsupported versions"},
-		{"no ALPN", func(cfg *tls.Config) { cfg.NextProtos, cfg.VerifyConnection = nil, nil }, "did not offer ALPN"},
+		}, "invalid signature by the client certificate", ""},
+		{"TLS 1.2", func(cfg *tls.Config) { cfg.MinVersion, cfg.MaxVersion = tls.VersionTLS12, tls.VersionTLS12 }, "unsupported versions", ""},
+		{"no ALPN", func(cfg *tls.Config) { cfg.NextProtos, cfg.VerifyConnection = nil, nil }, "offered no ALPN", "no application protocol"},
+		{"other ALPN", func(cfg *tls.Config) { cfg.NextProtos, cfg.VerifyConnection = []string{"h2"}, nil }, "unsupported application protocols", "no application protocol"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := clientConfig(cCert, b.key.AID())
@@ -165,6 +169,9 @@ func TestServerRefusesBadClients(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s: connection served, want it refused", tc.name)
 			}
+			if tc.alert != "" && !strings.Contains(err.Error(), tc.alert) {
+				t.Fatalf("%s: client error = %v, want the %q alert", tc.name, err, tc.alert)
+			}
 			if !testkit.Until(waitLimit, func() bool { return strings.Contains(logs.String(), tc.why) }) {
 				t.Fatalf("%s: server log does not name the reason %q:\n%s", tc.name, tc.why, logs.String())
 			}
@@ -172,5 +179,27 @@ func TestServerRefusesBadClients(t *testing.T) {
 				t.Fatalf("%s: inbox has %d rows, want 0", tc.name, n)
 			}
 		})
+	}
+}
+
+// The package doc's claim and advice: the certificate is signed by its own key but is not a
+// CA certificate, so an issuer check refuses it, and the embedded key verifies it.
+func TestCertificateSelfSignedNotCA(t *testing.T) {
+	cert, err := certificate(newSeedKey(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IsCA || !c.BasicConstraintsValid {
+		t.Fatalf("IsCA = %v (constraints valid %v), want a certificate that says it is not a CA", c.IsCA, c.BasicConstraintsValid)
+	}
+	if err := c.CheckSignatureFrom(c); err == nil {
+		t.Fatal("CheckSignatureFrom(itself) accepted the certificate; the doc says issuer checks refuse it")
+	}
+	if !ed25519.Verify(c.PublicKey.(ed25519.PublicKey), c.RawTBSCertificate, c.Signature) {
+		t.Fatal("the embedded key does not verify the certificate's signature")
 	}
 }

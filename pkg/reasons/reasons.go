@@ -68,9 +68,11 @@ const (
 	NoModel   Code = "no_model"
 )
 
-// Warnings (S6).
+// Warnings (S6, N1, N2).
 const (
-	NoCgroupLimits Code = "no_cgroup_limits"
+	NoCgroupLimits     Code = "no_cgroup_limits"
+	DiskLow            Code = "disk_low"
+	HelperUnresponsive Code = "helper_unresponsive"
 )
 
 // Node-internal codes.
@@ -110,6 +112,8 @@ func init() {
 		{NoModel, KindConfig, "no model is configured and the upstream has no known cheapest model", "E2"},
 
 		{NoCgroupLimits, KindWarning, "memory and task limits are not available (no user systemd and no delegated cgroup); the other limits still apply", "S6"},
+		{DiskLow, KindWarning, "free disk space is below intake.disk_free_min: tasks from peers the node does not know are refused (known peers below half of it, trusted peers below a quarter); free space or lower the floor", "N1"},
+		{HelperUnresponsive, KindWarning, "a helper process is running but does not answer; its capability is unavailable, and it is killed and restarted if it stays silent", "N2"},
 
 		{HelperDown, KindNode, "a helper process is not running; its capability is unavailable until it restarts", "C3"},
 		{Unauthorized, KindNode, "missing or wrong control token", ""},
