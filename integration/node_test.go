@@ -24,7 +24,7 @@ type syncBuffer = testkit.Buffer
 
 // testNode is one anetd with its own XDG tree.
 type testNode struct {
-	t    *testing.T
+	t    testing.TB
 	root string
 	env  []string
 	cmd  *exec.Cmd
@@ -39,7 +39,7 @@ type nodeOptions struct {
 	extraEnv []string
 }
 
-func newNode(t *testing.T, o nodeOptions) *testNode {
+func newNode(t testing.TB, o nodeOptions) *testNode {
 	t.Helper()
 	// Not t.TempDir(): its name carries the test's name, and the control socket's path
 	// must stay under the 107 bytes a unix socket address allows.

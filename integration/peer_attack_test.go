@@ -207,9 +207,10 @@ func TestPeerOutboxSurvivesDowntimeAndRestart(t *testing.T) {
 	}
 }
 
-// Load: 50 peer identities × 20 tasks each against one node. Every task is in the inbox
-// exactly once, the chain verifies, and a burst past the per-peer limit is refused with
-// peer_rate_limited.
+// Load: 50 peer identities × 20 tasks each against one node, each from an address of its
+// own (strangers from one address share that address's budget, N1). Every task is in the
+// inbox exactly once, the chain verifies, and a burst past the per-peer limit is refused
+// with peer_rate_limited.
 func TestPeerLoad(t *testing.T) {
 	const peers, tasks = 50, 20
 	b := newNode(t, nodeOptions{})
@@ -234,7 +235,7 @@ func TestPeerLoad(t *testing.T) {
 				errs <- err
 				return
 			}
-			conn, err := cl.Dial(context.Background(), sb.ListenAddr, sb.AID)
+			conn, err := cl.From(loopbackIP(5, i)).Dial(context.Background(), sb.ListenAddr, sb.AID)
 			if err != nil {
 				errs <- err
 				return

@@ -80,7 +80,7 @@ func (n *testNode) db() *sql.DB {
 	return db
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
