@@ -191,9 +191,9 @@ func Default() Config {
 			},
 		},
 		Intake: Intake{
-			StrangerPendingMax:  1 * MiB,
-			StrangersPendingMax: 64 * MiB,
-			DiskFreeMin:         256 * MiB,
+			StrangerPendingMax:  limits.StrangerPendingBytes,
+			StrangersPendingMax: limits.StrangersPendingBytes,
+			DiskFreeMin:         limits.DiskFreeMinBytes,
 		},
 	}
 }

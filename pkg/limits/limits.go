@@ -1,7 +1,8 @@
 // Package limits is the one home of the node's figures: the output cap (E3), the per-run
 // endpoint table (R1), the sandbox's resource defaults (S6), the probe's cache time (S7), the
 // allow-list cap (H2), the run budget's defaults and slots (B2, B6), the spend caps' defaults
-// and the usage estimate (K1, K2) and the size of a task's text. Each figure is written once, here; the packages that enforce, default, validate or
+// and the usage estimate (K1, K2), the storage kept for strangers (N1) and the size of a
+// task's text. Each figure is written once, here; the packages that enforce, default, validate or
 // report one import it, and every sentence that states a figure (a reason text, an `anet:`
 // answer, a flag's usage) is built from these values, never typed by hand.
 //
@@ -86,6 +87,14 @@ const (
 	UntrustedRuns = 2
 	RunsPerPeer   = 1
 	ScanInterval  = 5 * time.Second
+)
+
+// N1: what the node keeps for peers it does not know when the operator sets nothing
+// (intake.stranger_pending_max, intake.strangers_pending_max, intake.disk_free_min).
+const (
+	StrangerPendingBytes  = 1 * MiB
+	StrangersPendingBytes = 64 * MiB
+	DiskFreeMinBytes      = 256 * MiB
 )
 
 // TaskTextBytes bounds the text of a task or reply: the peer wire format's limit, which the

@@ -39,6 +39,9 @@ func TestFiguresAreTheRequirements(t *testing.T) {
 		{"SpendPerDayMicros (K2)", SpendPerDayMicros, 5_000_000},
 		{"SpendPerPeerPerDayMicros (K2)", SpendPerPeerPerDayMicros, 1_000_000},
 		{"EstimateBytesPerToken (K1)", EstimateBytesPerToken, 3},
+		{"StrangerPendingBytes (N1)", StrangerPendingBytes, 1 << 20},
+		{"StrangersPendingBytes (N1)", StrangersPendingBytes, 64 << 20},
+		{"DiskFreeMinBytes (N1)", DiskFreeMinBytes, 256 << 20},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)

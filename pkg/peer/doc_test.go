@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/peer/admission"
 	"anet.dev/anet/pkg/store"
 )
@@ -20,13 +20,13 @@ func TestDocStatesTheLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := strings.Join(strings.Fields(strings.ReplaceAll(string(b), "//", " ")), " ")
-	l, r, in := admission.DefaultLimits, DefaultRates, config.Default().Intake
+	l, r := admission.DefaultLimits, DefaultRates
 	perSecond := func(x admission.Rate) string {
 		return fmt.Sprintf("%d at once, %g a second after that", x.Burst, x.PerMinute/60)
 	}
 	perMinute := func(x RateLimit) string { return fmt.Sprintf("%d at once, %g a minute", x.Burst, x.PerMinute) }
 	secs := func(d time.Duration) string { return fmt.Sprintf("%g s", d.Seconds()) }
-	mib := func(n int64) string { return fmt.Sprintf("(default %d MiB)", n/config.MiB) }
+	mib := func(n int64) string { return fmt.Sprintf("(default %s)", limits.Bytes(n)) }
 	want := []string{
 		"new connections per source " + perSecond(l.AcceptPerSource),
 		"together " + perSecond(l.AcceptStrangers),
@@ -48,9 +48,9 @@ func TestDocStatesTheLimits(t *testing.T) {
 		"per source " + perMinute(r.StrangerSource),
 		"all strangers " + perMinute(r.Strangers),
 		fmt.Sprintf("its text's bytes plus %d", store.TaskOverhead),
-		"stranger_pending_max " + mib(in.StrangerPendingMax),
-		"strangers_pending_max " + mib(in.StrangersPendingMax),
-		"disk_free_min " + mib(in.DiskFreeMin),
+		"stranger_pending_max " + mib(limits.StrangerPendingBytes),
+		"strangers_pending_max " + mib(limits.StrangersPendingBytes),
+		"disk_free_min " + mib(limits.DiskFreeMinBytes),
 		fmt.Sprintf("in the last %g hours", vouchFor.Hours()),
 	}
 	for _, w := range want {

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/identity"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/peer/admission"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/store"
@@ -28,7 +28,7 @@ type Options struct {
 	Rates    Rates            // zero fields: DefaultRates
 	Limits   admission.Limits // zero fields: admission.DefaultLimits
 	// Quota bounds strangers' unanswered tasks and sets the free-space floor; nil takes the
-	// configuration's defaults (config.Default().Intake).
+	// defaults of the configuration (pkg/limits).
 	Quota   *Quota
 	Window  Window
 	Backoff Backoff
@@ -74,8 +74,7 @@ func New(o Options) (*Service, error) {
 		o.Backoff = DefaultBackoff
 	}
 	if o.Quota == nil {
-		d := config.Default().Intake
-		o.Quota = &Quota{PerStranger: d.StrangerPendingMax, Strangers: d.StrangersPendingMax, DiskFreeMin: d.DiskFreeMin}
+		o.Quota = &Quota{PerStranger: limits.StrangerPendingBytes, Strangers: limits.StrangersPendingBytes, DiskFreeMin: limits.DiskFreeMinBytes}
 	}
 	if o.DiskFree == nil {
 		o.DiskFree = o.Store.FreeBytes
