@@ -269,35 +269,43 @@ func holdUntilClosed(ctx context.Context, c net.Conn, st *attackStats) {
 	c.Close()
 }
 
+// paced runs n workers until ctx ends; worker i dials from src(i), and each call of once
+// costs a token of at most perSecond a second shared by all the workers.
+func paced(ctx context.Context, n, perSecond int, src func(i int) netip.Addr, once func(d *net.Dialer)) {
+	pace := pacer(ctx, perSecond)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: src(i).AsSlice()}}
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-pace:
+				}
+				once(d)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
 // halfOpen keeps n silent TCP connections open to B from the addresses src gives, opening
 // a new one whenever B ends one (at most perSecond a second in all). Nothing is ever sent:
 // no TLS work, no key.
 func halfOpen(n int, src func(i int) netip.Addr, perSecond int) func(context.Context, *intakeRig, *attackStats) {
 	return func(ctx context.Context, r *intakeRig, st *attackStats) {
-		pace := pacer(ctx, perSecond)
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src(i).AsSlice()}}
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-pace:
-					}
-					st.dials.Add(1)
-					c, err := d.DialContext(ctx, "tcp", r.sb.ListenAddr)
-					if err != nil {
-						st.ended.Add(1) // reset during connect
-						continue
-					}
-					holdUntilClosed(ctx, c, st)
-				}
-			}()
-		}
-		wg.Wait()
+		paced(ctx, n, perSecond, src, func(d *net.Dialer) {
+			st.dials.Add(1)
+			c, err := d.DialContext(ctx, "tcp", r.sb.ListenAddr)
+			if err != nil {
+				st.ended.Add(1) // reset during connect
+				return
+			}
+			holdUntilClosed(ctx, c, st)
+		})
 	}
 }
 
@@ -343,51 +351,36 @@ func docVerify(want string) func(tls.ConnectionState) error {
 // dials again (at most perSecond a second in all).
 func idleTLS(n int, src func(i int) netip.Addr, perSecond int) func(context.Context, *intakeRig, *attackStats) {
 	return func(ctx context.Context, r *intakeRig, st *attackStats) {
-		pace := pacer(ctx, perSecond)
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src(i).AsSlice()}}
-				for {
-					select {
-					case <-ctx.Done():
-						return
-					case <-pace:
-					}
-					_, key, _ := ed25519.GenerateKey(rand.Reader)
-					cert, err := docCertificate(key)
-					if err != nil {
-						continue
-					}
-					st.identities.Add(1)
-					st.dials.Add(1)
-					raw, err := d.DialContext(ctx, "tcp", r.sb.ListenAddr)
-					if err != nil {
-						st.ended.Add(1)
-						continue
-					}
-					tc := tls.Client(raw, &tls.Config{
-						MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
-						NextProtos: []string{peer.ALPN}, ServerName: "anet",
-						// Go's chain check cannot apply to a key-addressed peer; docVerify is the check.
-						InsecureSkipVerify: true, VerifyConnection: docVerify(r.sb.AID),
-					})
-					hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-					err = tc.HandshakeContext(hctx)
-					cancel()
-					if err != nil {
-						st.ended.Add(1)
-						raw.Close()
-						continue
-					}
-					st.handshakes.Add(1)
-					holdUntilClosed(ctx, tc, st)
-				}
-			}()
-		}
-		wg.Wait()
+		paced(ctx, n, perSecond, src, func(d *net.Dialer) {
+			_, key, _ := ed25519.GenerateKey(rand.Reader)
+			cert, err := docCertificate(key)
+			if err != nil {
+				return
+			}
+			st.identities.Add(1)
+			st.dials.Add(1)
+			raw, err := d.DialContext(ctx, "tcp", r.sb.ListenAddr)
+			if err != nil {
+				st.ended.Add(1)
+				return
+			}
+			tc := tls.Client(raw, &tls.Config{
+				MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert},
+				NextProtos: []string{peer.ALPN}, ServerName: "anet",
+				// Go's chain check cannot apply to a key-addressed peer; docVerify is the check.
+				InsecureSkipVerify: true, VerifyConnection: docVerify(r.sb.AID),
+			})
+			hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = tc.HandshakeContext(hctx)
+			cancel()
+			if err != nil {
+				st.ended.Add(1)
+				raw.Close()
+				return
+			}
+			st.handshakes.Add(1)
+			holdUntilClosed(ctx, tc, st)
+		})
 	}
 }
 
