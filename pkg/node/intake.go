@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -27,8 +27,8 @@ func (n *Node) diskWarning() (control.Warning, bool) {
 	case err != nil:
 		detail = fmt.Sprintf("free space unknown (%v): strangers' messages are refused", err)
 	case free < floor:
-		detail = fmt.Sprintf("%s free in %s, below intake.disk_free_min %s: strangers' messages are refused; known peers' below %s, trusted peers' below %s",
-			config.FormatSize(free), n.paths.DataDir, config.FormatSize(floor), config.FormatSize(floor/2), config.FormatSize(floor/4))
+		detail = fmt.Sprintf("%d MiB free in %s, below intake.disk_free_min %s: strangers' messages are refused; known peers' below %s, trusted peers' below %s",
+			free/limits.MiB, n.paths.DataDir, limits.Bytes(floor), limits.Bytes(floor/2), limits.Bytes(floor/4))
 	default:
 		return control.Warning{}, false
 	}
