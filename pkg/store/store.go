@@ -50,6 +50,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,13 +166,25 @@ func (s *Store) Close() error {
 // database (errors.ErrUnsupported where the platform cannot tell).
 func (s *Store) FreeBytes() (int64, error) { return freeBytes(filepath.Dir(s.path)) }
 
-// Checkpoint copies the WAL into the database and truncates it to zero bytes. The node runs
-// it periodically: the automatic checkpoints cannot reset the WAL while a reader holds an
-// old snapshot, and this catches up once it is gone.
+// Checkpoint copies the WAL into the database and truncates it to zero bytes when it can
+// do so at once; it never waits. The node runs it periodically: the automatic checkpoints
+// cannot reset the WAL while a reader holds an old snapshot, and this catches up once the
+// reader is gone. It runs on a connection of its own with no busy wait, so a writer or a
+// reader in the way makes it give up until next time instead of holding up intake.
 func (s *Store) Checkpoint(ctx context.Context) error {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
-	if _, err := s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", s.path, err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, `PRAGMA busy_timeout = 0`); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", s.path, err)
+	}
+	// The connection goes back to the pool: give it back its wait.
+	defer c.ExecContext(context.WithoutCancel(ctx), `PRAGMA busy_timeout = 5000`)
+	var busy, frames, done int
+	err = c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done)
+	if err != nil && !strings.Contains(err.Error(), "locked") && !strings.Contains(err.Error(), "busy") {
 		return fmt.Errorf("checkpoint %s: %w", s.path, err)
 	}
 	return nil
