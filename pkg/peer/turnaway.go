@@ -35,7 +35,6 @@ type turnAways struct {
 	sources map[admission.Source]int
 	lines   int
 	since   time.Time
-	total   uint64
 }
 
 func newTurnAways(log *slog.Logger, now time.Time) *turnAways {
@@ -52,7 +51,6 @@ func (t *turnAways) add(m map[string]int, key string, src admission.Source) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m[key]++
-	t.total++
 	if _, ok := t.sources[src]; ok || len(t.sources) < maxSummarySources {
 		t.sources[src]++
 	}
@@ -67,13 +65,6 @@ func (t *turnAways) detail() bool {
 	}
 	t.lines++
 	return true
-}
-
-// Total is the number of connections and messages turned away since start.
-func (t *turnAways) Total() uint64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.total
 }
 
 // flush logs the interval's summary, if anything was turned away, and starts a new one.

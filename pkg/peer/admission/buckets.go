@@ -45,9 +45,6 @@ func NewBuckets(r Rate, maxKeys int) *Buckets {
 	return &Buckets{rate: r, max: maxKeys, m: map[string]*bucket{}}
 }
 
-// Rate is the rate these buckets refill at.
-func (b *Buckets) Rate() Rate { return b.rate }
-
 // Len is the number of keys held (for tests of the bound).
 func (b *Buckets) Len() int { return len(b.m) }
 

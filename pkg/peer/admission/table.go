@@ -60,9 +60,6 @@ func NewTable(l Limits) *Table {
 	}
 }
 
-// Limits returns the limits in force (defaults filled in).
-func (t *Table) Limits() Limits { return t.l }
-
 // Arrive decides on a new connection from src, before any byte of TLS is read. An admitted
 // connection gets an ID and a handshake deadline (shorter while its pool is pressed).
 func (t *Table) Arrive(src Source, vouched bool, now time.Time) (ID, time.Duration, Verdict) {
