@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/privsep"
@@ -63,7 +64,7 @@ func TestStoppedHelperUnresponsiveThenRestarted(t *testing.T) {
 	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil || err == nil || rep.OK || rep.Node == nil || egress(*rep.Node).State != privsep.StateUnresponsive {
 		t.Fatalf("anet doctor --json = %v, %s, want a failure showing egress unresponsive", err, out)
 	}
-	if out, _, _ := b.anet("doctor"); !strings.Contains(out, "FAIL egress: unresponsive for") {
+	if out, _, _ := b.anet("doctor"); !strings.Contains(out, "FAIL node.egress [N2] helper_unresponsive") || !strings.Contains(out, "unresponsive for") {
 		t.Fatalf("anet doctor:\n%s\nwant egress marked FAIL, unresponsive for how long", out)
 	}
 
@@ -74,14 +75,14 @@ func TestStoppedHelperUnresponsiveThenRestarted(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &tr); err != nil {
 		t.Fatalf("anet autoreply test --json: %v\n%s", err, out)
 	}
-	failed := control.AutoReplyStage{}
-	for _, s := range tr.Stages {
+	failed := check.Check{}
+	for _, s := range tr.Checks {
 		if !s.OK {
 			failed = s
 			break
 		}
 	}
-	if tr.OK || failed.Name != "endpoint" || failed.Code != string(reasons.HelperDown) || !strings.Contains(failed.Detail, "unresponsive") {
+	if tr.OK || failed.Name != "endpoint" || failed.Code != reasons.HelperDown || !strings.Contains(failed.Detail, "unresponsive") {
 		t.Fatalf("anet autoreply test while egress is stopped = %s, want the endpoint stage refused with helper_down", out)
 	}
 	if n := len(f.up.Requests()); n != before {
