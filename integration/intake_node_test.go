@@ -116,7 +116,7 @@ func TestDiskLow(t *testing.T) {
 	if err := syscall.Statfs(dir, &sfs); err != nil {
 		t.Fatal(err)
 	}
-	free := int64(sfs.Bavail) * sfs.Bsize
+	free := int64(sfs.Bavail) * int64(sfs.Bsize)
 	// Three times what is free: strangers (floor) and known peers (half of it) are below
 	// it, trusted peers (a quarter) are not.
 	r := newIntakeRig(t, fmt.Sprintf("intake:\n  disk_free_min: %d\n", 3*free))

@@ -50,18 +50,21 @@ func needFDs(tb testing.TB, n uint64) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		tb.Fatal(err)
 	}
-	if rl.Cur >= n {
+	if uint64(rl.Cur) >= n {
 		return
 	}
-	if rl.Max < n {
+	if uint64(rl.Max) < n {
 		tb.Fatalf("the intake attacks hold %d descriptors; RLIMIT_NOFILE allows %d: run `ulimit -n %d` (as root, `ulimit -Hn %d` first) before make test",
 			n, rl.Max, n, n)
 	}
-	rl.Cur = n
+	setLimit(&rl.Cur, n)
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
 		tb.Fatal(err)
 	}
 }
+
+// setLimit stores n in a rlimit field, whose integer type differs between systems.
+func setLimit[T int64 | uint64](field *T, n uint64) { *field = T(n) }
 
 // newStranger is a fresh key in no table of any node.
 func newStranger(tb testing.TB) *identity.Identity {
