@@ -98,6 +98,9 @@ func TestReceivedBytesLimitR1(t *testing.T) {
 	if _, err := io.ReadFull(conn, got); err != nil {
 		t.Fatalf("read the %d allowed bytes: %v", lim, err)
 	}
+	// The pump counts a chunk once it has been written to the agent, a moment after the agent
+	// can read it.
+	testkit.WaitFor(t, "the received bytes counted", func() bool { return tp.p.Usage().BytesReceived == lim })
 	if u := tp.p.Usage(); u.TunnelsOpen != 1 || len(u.Refusals) != 0 || u.BytesReceived != lim {
 		t.Fatalf("at the limit: usage = %+v, want the tunnel open, no refusal, %d received", u, lim)
 	}
