@@ -64,7 +64,7 @@ func TestStoppedHelperUnresponsiveThenRestarted(t *testing.T) {
 	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil || err == nil || rep.OK || rep.Node == nil || egress(*rep.Node).State != privsep.StateUnresponsive {
 		t.Fatalf("anet doctor --json = %v, %s, want a failure showing egress unresponsive", err, out)
 	}
-	if out, _, _ := b.anet("doctor"); !strings.Contains(out, "FAIL node.egress [N2] helper_unresponsive") || !strings.Contains(out, "unresponsive for") {
+	if out, _, _ := b.anet("doctor"); !strings.Contains(out, "FAIL node.egress") || !strings.Contains(out, "[N2] helper_unresponsive") || !strings.Contains(out, "unresponsive for") {
 		t.Fatalf("anet doctor:\n%s\nwant egress marked FAIL, unresponsive for how long", out)
 	}
 
