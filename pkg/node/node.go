@@ -90,6 +90,13 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 			return err
 		}
 	}
+	// U2: one anetd per data dir and per runtime dir, decided before the identity, the
+	// store, the chain, the token or the socket is touched.
+	lock, err := lockInstance(paths)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
 	id, _, err := identity.LoadOrCreate(paths.IdentityKey())
 	if err != nil {
 		return err
