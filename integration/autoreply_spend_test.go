@@ -85,9 +85,9 @@ func TestAutoReplySpendCapK1K2(t *testing.T) {
 		}
 	}
 	checkSpent("before the restart")
-	var shown []control.Interaction
-	if err := json.Unmarshal([]byte(b.mustAnet("show", "--json", id)), &shown); err != nil || len(shown) != 1 || len(shown[0].Runs) != 1 ||
-		shown[0].Runs[0].Cost != 3*perStream || shown[0].Runs[0].Tokens.Input != 3*55000 {
+	var shown control.Interaction // anet show --json prints one object
+	if err := json.Unmarshal([]byte(b.mustAnet("show", "--json", id)), &shown); err != nil || len(shown.Runs) != 1 ||
+		shown.Runs[0].Cost != 3*perStream || shown.Runs[0].Tokens.Input != 3*55000 {
 		t.Fatalf("anet show --json = %+v (%v), want the run with its tokens and cost", shown, err)
 	}
 	if out := b.mustAnet("show", id); !strings.Contains(out, "tokens 165000 input, 9000 output") || !strings.Contains(out, "cost 0.021") {

@@ -114,9 +114,9 @@ func (r *intakeRig) deliver(from *testNode, text string, stop <-chan struct{}) (
 	for took == 0 {
 		out, _, err := r.b.anet("show", "--json", id)
 		if err == nil {
-			var l []control.Interaction
-			if json.Unmarshal([]byte(out), &l) == nil && len(l) == 1 {
-				took = max(l[0].CreatedAt.Sub(queued), time.Nanosecond)
+			var it control.Interaction // anet show --json prints one object
+			if json.Unmarshal([]byte(out), &it) == nil && it.Interaction == id {
+				took = max(it.CreatedAt.Sub(queued), time.Nanosecond)
 				break
 			}
 		}

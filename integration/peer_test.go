@@ -46,13 +46,14 @@ func (n *testNode) inbox() []control.Interaction {
 	return list
 }
 
+// show returns `anet show --json ID` (one object) as a one-element list.
 func (n *testNode) show(id string) []control.Interaction {
 	n.t.Helper()
-	var list []control.Interaction
-	if err := json.Unmarshal([]byte(n.mustAnet("show", "--json", id)), &list); err != nil {
+	var it control.Interaction
+	if err := json.Unmarshal([]byte(n.mustAnet("show", "--json", id)), &it); err != nil {
 		n.t.Fatal(err)
 	}
-	return list
+	return []control.Interaction{it}
 }
 
 // identity loads the node's key from its data directory, as the node's own process would.
@@ -199,11 +200,13 @@ func TestPeerCLIErrors(t *testing.T) {
 		{"bad aid", []string{"peer", "add", "annotanaid", "127.0.0.1:1"}, "", []string{"aid:", "invalid aid", "bad_request"}},
 		{"bad address", []string{"peer", "add", stranger.AID(), "localhost"}, "", []string{"addr:", "host:port"}},
 		{"own aid", []string{"peer", "add", other.AID(), "127.0.0.1:1"}, "", []string{"aid:", "this node itself"}},
-		{"unknown peer", []string{"send", "--to", stranger.AID(), "hi"}, "", []string{"to:", "unknown peer", "anet peer add"}},
+		{"unknown peer", []string{"send", "--to", stranger.AID(), "hi"}, "", []string{"to: " + stranger.AID(), "no peer with that aid", "anet peer add", "reason: unknown_peer"}},
 		{"bad to", []string{"send", "--to", "an", "hi"}, "", []string{"to:", "invalid aid"}},
-		{"unknown interaction", []string{"show", "ix-nothing"}, "", []string{"interaction:", "ix-nothing", "not known"}},
-		{"reply to unknown", []string{"reply", "ix-nothing", "x"}, "", []string{"interaction:", "ix-nothing"}},
-		{"remove unknown peer", []string{"peer", "remove", stranger.AID()}, "", []string{"aid:", "not a known peer"}},
+		{"unknown interaction", []string{"show", "ix-nothing"}, "", []string{"interaction ix-nothing", "no interaction with that id", "reason: unknown_interaction"}},
+		{"reply to unknown", []string{"reply", "ix-nothing", "x"}, "", []string{"interaction ix-nothing", "no interaction with that id", "reason: unknown_interaction"}},
+		{"remove unknown peer", []string{"peer", "remove", stranger.AID()}, "", []string{"peer " + stranger.AID(), "no peer with that aid", "reason: unknown_peer"}},
+		{"non-UTF-8 text", []string{"send", "--to", stranger.AID(), "caf\xe9"}, "", []string{"text: byte 3 (0xe9) is not valid UTF-8"}},
+		{"non-UTF-8 reply", []string{"reply", "ix-nothing", "\xff"}, "", []string{"text: byte 0 (0xff) is not valid UTF-8"}},
 		{"text over the limit from stdin", []string{"send", "--to", stranger.AID(), "-"}, strings.Repeat("x", 300<<10), []string{"text:", "262144"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

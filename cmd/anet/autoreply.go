@@ -12,9 +12,9 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
-	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 // autoReplyKeys are the keys `anet autoreply set` takes, relative to auto_reply.
@@ -41,7 +41,7 @@ func autoReplyCommand() *cli.Command {
 					}
 					var err error
 					if c.Bool("json") {
-						err = check.WriteJSON(os.Stdout, rep)
+						err = printJSON(rep)
 					} else {
 						err = printAutoReplyTest(os.Stdout, rep)
 					}
@@ -185,14 +185,17 @@ func isTerminal(f *os.File) bool {
 }
 
 func printAutoReplyTest(w io.Writer, rep control.AutoReplyTest) error {
+	// Check details quote the agent's stderr; the answer is the agent's (U1).
+	answer := rep.Answer
+	termsafe.Walk(&rep, termsafe.Line)
 	who := "untrusted"
 	if rep.Trusted {
 		who = "trusted"
 	}
 	fmt.Fprintf(w, "auto-reply test (%s peers, route %s; not counted)\n", who, rep.Route)
 	var notes []string
-	if rep.Answer != "" {
-		notes = append(notes, "answer: "+rep.Answer)
+	if answer != "" {
+		notes = append(notes, "answer:\n"+termsafe.Block(answer, textPrefix))
 	}
 	return rep.WriteText(w, notes...)
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/control"
 )
 
 // H1–H3: adding allowed hosts needs a terminal and a yes; removing needs neither; every entry
@@ -47,4 +50,11 @@ func TestConfirmEgress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// U1: autoreply test shows the agent's answer and check details visibly.
+func TestAutoReplyTestRendersSafely(t *testing.T) {
+	var b bytes.Buffer
+	printAutoReplyTest(&b, control.AutoReplyTest{Answer: hostile, Report: check.New(check.Fail("answer", "S8", "no_answer", hostile))})
+	assertNoRaw(t, "anet autoreply test", b.String())
 }

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +12,7 @@ import (
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 // dial finds the control socket and token of the operator's running anetd.
@@ -41,18 +41,13 @@ func call(c *cli.Context, method, path string, in, out any) error {
 // cannotRun ends a command that reports checks but could not run them (the node did not
 // answer): exit check.ExitCannotRun with the message main prints for any other error.
 func cannotRun(err error) error {
-	msg := "anet: " + err.Error()
-	var re *control.RemoteError
-	if errors.As(err, &re) && re.Code != "" {
-		msg += "\nanet: reason: " + string(re.Code)
-	}
-	return cli.Exit(msg, check.ExitCannotRun)
+	var b strings.Builder
+	printError(&b, err)
+	return cli.Exit(strings.TrimSuffix(b.String(), "\n"), check.ExitCannotRun)
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// printJSON writes v for scripts: the exact text of every field, with the controls a
+// terminal would act on escaped the JSON way (U1).
+func printJSON(v any) error { return termsafe.JSON(os.Stdout, v) }
 
 var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON for scripts"}

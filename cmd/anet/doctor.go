@@ -17,6 +17,7 @@ import (
 	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 func doctorCommand() *cli.Command {
@@ -47,8 +48,10 @@ func doctorCommand() *cli.Command {
 				r.Add(doctor.HelperChecks(st.Helpers)...)
 			}
 			if c.Bool("json") {
-				err = check.WriteJSON(os.Stdout, r)
+				err = printJSON(r)
 			} else {
+				// The probe's details quote bwrap; the node's warnings may quote an agent (U1).
+				termsafe.Walk(&r, termsafe.Line)
 				err = r.WriteText(os.Stdout, doctorNotes(r)...)
 			}
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 func evidenceCommand() *cli.Command {
@@ -32,10 +34,10 @@ func evidenceCommand() *cli.Command {
 							return err
 						}
 					} else if v.OK {
-						fmt.Printf("evidence chain verified: %d entries, head %s\n", v.Entries, v.Head)
+						fmt.Printf("evidence chain verified: %d entries, head %s\n", v.Entries, termsafe.Line(v.Head))
 					}
 					if !v.OK {
-						return fmt.Errorf("evidence chain is broken at entry %d: %s", v.BadSeq, v.Error)
+						return fmt.Errorf("evidence chain is broken at entry %d: %s", v.BadSeq, termsafe.Line(v.Error))
 					}
 					return nil
 				},
@@ -67,12 +69,7 @@ func evidenceCommand() *cli.Command {
 					if c.Bool("json") {
 						return printJSON(entries)
 					}
-					w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-					fmt.Fprintln(w, "SEQ\tTIME\tKIND\tPEER\tINTERACTION\tDETAILS")
-					for _, e := range entries {
-						fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("2006-01-02 15:04:05"), e.Kind, short(e.Peer), e.Interaction, strings.TrimSpace(string(e.Details)))
-					}
-					return w.Flush()
+					return printEvidence(os.Stdout, entries)
 				},
 			},
 			{
@@ -93,6 +90,18 @@ func evidenceCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// printEvidence lists chain entries. A peer's aid and interaction id and the details (which
+// quote peers' and agents' words) are rendered by termsafe (U1).
+func printEvidence(out io.Writer, entries []control.EvidenceEntry) error {
+	l := termsafe.Line
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SEQ\tTIME\tKIND\tPEER\tINTERACTION\tDETAILS")
+	for _, e := range entries {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("2006-01-02 15:04:05"), l(e.Kind), l(short(e.Peer)), l(e.Interaction), l(strings.TrimSpace(string(e.Details))))
+	}
+	return w.Flush()
 }
 
 func short(aid string) string {

@@ -5,11 +5,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 var version = "dev"
@@ -24,15 +28,45 @@ func main() {
 		},
 		Commands:        commands(),
 		HideHelpCommand: true,
+		CommandNotFound: commandNotFound,
 	}
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "anet: %v\n", err)
-		var re *control.RemoteError
-		if errors.As(err, &re) && re.Code != "" {
-			fmt.Fprintf(os.Stderr, "anet: reason: %s\n", re.Code)
-		}
+	if err := app.Run(interspersed(app, os.Args)); err != nil {
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// printError writes err and, when it carries one, its reason code on a line of its own (the
+// code is not repeated in front of the message). An error may quote a peer's id or an
+// agent's words, so it goes through termsafe (U1).
+func printError(w io.Writer, err error) {
+	msg := err.Error()
+	code := reasonOf(err)
+	if code != "" {
+		msg = strings.TrimPrefix(msg, string(code)+": ")
+	}
+	fmt.Fprintf(w, "anet: %s\n", termsafe.Text(msg))
+	if code != "" {
+		fmt.Fprintf(w, "anet: reason: %s\n", termsafe.Line(string(code)))
+	}
+}
+
+// reasonOf is the reason code an error carries: from anetd's answer, or from a rule checked
+// here (a config or keys-file refusal).
+func reasonOf(err error) reasons.Code {
+	var re *control.RemoteError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	var c interface{ Reason() reasons.Code }
+	if errors.As(err, &c) {
+		return c.Reason()
+	}
+	var r *reasons.Error
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	return ""
 }
 
 func commands() []*cli.Command {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 func peerCommand() *cli.Command {
@@ -28,7 +29,7 @@ func peerCommand() *cli.Command {
 					if err := call(c, "POST", "/v1/peers", control.PeerRequest{AID: c.Args().Get(0), Addr: c.Args().Get(1)}, &p); err != nil {
 						return err
 					}
-					fmt.Printf("peer %s at %s\n", p.AID, p.Addr)
+					fmt.Printf("peer %s at %s\n", termsafe.Line(p.AID), termsafe.Line(p.Addr))
 					return nil
 				},
 			},
@@ -43,7 +44,7 @@ func peerCommand() *cli.Command {
 					if err := call(c, "DELETE", "/v1/peers/"+url.PathEscape(c.Args().First()), nil, nil); err != nil {
 						return err
 					}
-					fmt.Printf("peer %s removed\n", c.Args().First())
+					fmt.Printf("peer %s removed\n", termsafe.Line(c.Args().First()))
 					return nil
 				},
 			},
@@ -62,7 +63,7 @@ func peerCommand() *cli.Command {
 					w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 					fmt.Fprintln(w, "AID\tADDRESS\tTRUSTED")
 					for _, p := range ps {
-						fmt.Fprintf(w, "%s\t%s\t%v\n", p.AID, p.Addr, p.Trusted)
+						fmt.Fprintf(w, "%s\t%s\t%v\n", termsafe.Line(p.AID), termsafe.Line(p.Addr), p.Trusted)
 					}
 					return w.Flush()
 				},
@@ -87,7 +88,7 @@ func trustCommand() *cli.Command {
 					if err := call(c, "POST", "/v1/trust", control.TrustRequest{AID: c.Args().First()}, nil); err != nil {
 						return err
 					}
-					fmt.Printf("%s is trusted\n", c.Args().First())
+					fmt.Printf("%s is trusted\n", termsafe.Line(c.Args().First()))
 					return nil
 				},
 			},
@@ -102,7 +103,7 @@ func trustCommand() *cli.Command {
 					if err := call(c, "DELETE", "/v1/trust/"+url.PathEscape(c.Args().First()), nil, nil); err != nil {
 						return err
 					}
-					fmt.Printf("%s is no longer trusted\n", c.Args().First())
+					fmt.Printf("%s is no longer trusted\n", termsafe.Line(c.Args().First()))
 					return nil
 				},
 			},
@@ -119,7 +120,7 @@ func trustCommand() *cli.Command {
 						return printJSON(ts)
 					}
 					for _, t := range ts {
-						fmt.Println(t.AID)
+						fmt.Println(termsafe.Line(t.AID))
 					}
 					return nil
 				},

@@ -12,6 +12,7 @@ import (
 
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 func statusCommand() *cli.Command {
@@ -34,6 +35,8 @@ func statusCommand() *cli.Command {
 }
 
 func printStatus(st control.Status) {
+	// Helper errors, warning details and run ids can quote an agent or a peer (U1).
+	termsafe.Walk(&st, termsafe.Line)
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "aid:\t%s\n", st.AID)
 	fmt.Fprintf(w, "anetd:\t%s, pid %d, up %s\n", st.Version, st.PID, (time.Duration(st.UptimeSeconds) * time.Second).String())

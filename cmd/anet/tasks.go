@@ -8,11 +8,14 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/termsafe"
 )
 
 // maxText is pkg/peer.MaxText (the CLI does not link the transport); anetd checks it too.
@@ -42,6 +45,9 @@ func sendCommand() *cli.Command {
 			if len(text) > maxText {
 				return fmt.Errorf("text: more than the limit of %d bytes", maxText)
 			}
+			if err := checkUTF8(text); err != nil {
+				return err
+			}
 			var it control.Interaction
 			if err := call(c, "POST", "/v1/send", control.SendRequest{To: c.String("to"), Text: text}, &it); err != nil {
 				return err
@@ -49,7 +55,7 @@ func sendCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(it)
 			}
-			fmt.Println(it.Interaction)
+			fmt.Println(termsafe.Line(it.Interaction))
 			return nil
 		},
 	}
@@ -75,17 +81,7 @@ func inboxCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(list)
 			}
-			if len(list) == 0 {
-				fmt.Println("inbox is empty")
-				return nil
-			}
-			w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "INTERACTION\tPEER\tTRUSTED\tSTATE\tRECEIVED\tTEXT")
-			for _, it := range list {
-				fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\t%s\n", it.Interaction, short(it.Peer), it.Trusted, it.State,
-					it.CreatedAt.Local().Format("2006-01-02 15:04:05"), oneLine(it.Text, 60))
-			}
-			return w.Flush()
+			return printInbox(os.Stdout, list)
 		},
 	}
 }
@@ -95,7 +91,10 @@ func showCommand() *cli.Command {
 		Name:      "show",
 		Usage:     "show an interaction: the task and any reply or refusal, in either direction",
 		ArgsUsage: "INTERACTION",
-		Flags:     []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{
+			jsonFlag,
+			&cli.StringFlag{Name: "peer", Usage: "the peer's `AID`, when two peers used the same interaction id"},
+		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: anet show INTERACTION")
@@ -104,49 +103,96 @@ func showCommand() *cli.Command {
 			if err := call(c, "GET", "/v1/interactions/"+url.PathEscape(c.Args().First()), nil, &list); err != nil {
 				return err
 			}
+			it, err := pickInteraction(list, c.Args().First(), c.String("peer"))
+			if err != nil {
+				return err
+			}
 			if c.Bool("json") {
-				return printJSON(list)
+				return printJSON(it)
 			}
-			for i, it := range list {
-				if i > 0 {
-					fmt.Println()
-				}
-				printInteraction(it)
-			}
+			printInteraction(os.Stdout, it)
 			return nil
 		},
 	}
 }
 
-func printInteraction(it control.Interaction) {
+// pickInteraction chooses the one interaction `anet show` prints. Interaction ids are chosen
+// by the task's sender, so two peers (or a peer and this node) can use the same one; then
+// --peer names which.
+func pickInteraction(list []control.Interaction, id, peerAID string) (control.Interaction, error) {
+	var match []control.Interaction
+	for _, it := range list {
+		if peerAID == "" || it.Peer == peerAID {
+			match = append(match, it)
+		}
+	}
+	switch {
+	case len(match) == 1:
+		return match[0], nil
+	case len(match) == 0 && peerAID != "":
+		return control.Interaction{}, reasons.New(reasons.UnknownInteraction, fmt.Sprintf("interaction %s with peer %s", id, peerAID))
+	case len(match) == 0:
+		return control.Interaction{}, reasons.New(reasons.UnknownInteraction, "interaction "+id)
+	}
+	peers := make([]string, len(match))
+	for i, it := range match {
+		peers[i] = it.Peer
+	}
+	return control.Interaction{}, fmt.Errorf("interaction %s was used by %d peers (%s); name one with --peer", id, len(match), strings.Join(peers, ", "))
+}
+
+// printInbox lists tasks; every field a peer chose is rendered by termsafe (U1), the text
+// on one line.
+func printInbox(out io.Writer, list []control.Interaction) error {
+	if len(list) == 0 {
+		fmt.Fprintln(out, "inbox is empty")
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "INTERACTION\tPEER\tTRUSTED\tSTATE\tRECEIVED\tTEXT")
+	for _, it := range list {
+		fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\t%s\n", termsafe.Line(it.Interaction), termsafe.Line(short(it.Peer)), it.Trusted, termsafe.Line(it.State),
+			it.CreatedAt.Local().Format("2006-01-02 15:04:05"), termsafe.Line(oneLine(it.Text, 60)))
+	}
+	return w.Flush()
+}
+
+// textPrefix starts every line of a task's or a reply's text in `anet show`: no line a peer
+// or an agent wrote can look like one of the lines around it (U1).
+const textPrefix = "  | "
+
+// printInteraction shows one interaction. Everything but the CLI's own words and times came
+// from a peer, an agent or the chain, and goes through termsafe (U1).
+func printInteraction(w io.Writer, it control.Interaction) {
+	l := termsafe.Line
 	dir := "from"
 	if it.Direction == "out" {
 		dir = "to"
 	}
-	fmt.Printf("interaction %s (%s %s, trusted: %v)\n", it.Interaction, dir, it.Peer, it.Trusted)
-	fmt.Printf("state: %s\n", it.State)
-	fmt.Printf("task (%s):\n%s\n", it.SentAt.Local().Format(time.RFC3339), indent(it.Text))
+	fmt.Fprintf(w, "interaction %s (%s %s, trusted: %v)\n", l(it.Interaction), dir, l(it.Peer), it.Trusted)
+	fmt.Fprintf(w, "state: %s\n", l(it.State))
+	fmt.Fprintf(w, "task (%s):\n%s\n", it.SentAt.Local().Format(time.RFC3339), termsafe.Block(it.Text, textPrefix))
 	if a := it.Answer; a != nil {
 		switch a.Type {
 		case "reply":
-			fmt.Printf("reply (%s):\n%s\n", a.At.Local().Format(time.RFC3339), indent(a.Text))
+			fmt.Fprintf(w, "reply (%s):\n%s\n", a.At.Local().Format(time.RFC3339), termsafe.Block(a.Text, textPrefix))
 		case "refusal":
-			line := fmt.Sprintf("refusal (%s): %s", a.At.Local().Format(time.RFC3339), a.Code)
+			line := fmt.Sprintf("refusal (%s): %s", a.At.Local().Format(time.RFC3339), l(a.Code))
 			if !a.Until.IsZero() {
 				line += ", until " + a.Until.Local().Format(time.RFC3339)
 			}
-			fmt.Println(line)
+			fmt.Fprintln(w, line)
 		}
 	}
 	for _, r := range it.Runs {
 		fmt.Println(runLine(r))
 	}
 	for _, d := range it.Delivery {
-		line := fmt.Sprintf("delivery of %s %s: %s after %d attempt(s)", d.Type, d.MsgID, d.State, d.Attempts)
+		line := fmt.Sprintf("delivery of %s %s: %s after %d attempt(s)", l(d.Type), l(d.MsgID), l(d.State), d.Attempts)
 		if d.LastError != "" {
-			line += "; last error: " + d.LastError
+			line += "; last error: " + l(d.LastError)
 		}
-		fmt.Println(line)
+		fmt.Fprintln(w, line)
 	}
 }
 
@@ -162,18 +208,35 @@ func replyCommand() *cli.Command {
 			if c.NArg() != 2 {
 				return fmt.Errorf("usage: anet reply INTERACTION TEXT")
 			}
+			if err := checkUTF8(c.Args().Get(1)); err != nil {
+				return err
+			}
 			var it control.Interaction
 			req := control.ReplyRequest{Interaction: c.Args().Get(0), Peer: c.String("peer"), Text: c.Args().Get(1)}
 			if err := call(c, "POST", "/v1/reply", req, &it); err != nil {
 				return err
 			}
-			fmt.Printf("reply to %s queued for %s\n", it.Interaction, it.Peer)
+			fmt.Printf("reply to %s queued for %s\n", termsafe.Line(it.Interaction), termsafe.Line(it.Peer))
 			return nil
 		},
 	}
 }
 
-func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+// checkUTF8 refuses text that is not UTF-8 before it is sent: the JSON encoding on the way to
+// anetd would silently replace the bad bytes, and the peer protocol carries UTF-8 only.
+func checkUTF8(text string) error {
+	if utf8.ValidString(text) {
+		return nil
+	}
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if r == utf8.RuneError && n == 1 {
+			return fmt.Errorf("text: byte %d (0x%02x) is not valid UTF-8; convert the text to UTF-8 (e.g. iconv -t UTF-8)", i, text[i])
+		}
+		i += n
+	}
+	return nil
+}
 
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")

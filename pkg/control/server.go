@@ -85,6 +85,8 @@ func writeError(w http.ResponseWriter, err error) {
 			status = http.StatusServiceUnavailable
 		case reasons.MessageTooLarge:
 			status = http.StatusRequestEntityTooLarge
+		case reasons.UnknownInteraction, reasons.UnknownPeer:
+			status = http.StatusNotFound
 		default:
 			// A refusal with a domain code (a peer rule, a config rule) is the caller's to
 			// fix, not a server failure.

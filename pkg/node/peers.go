@@ -103,7 +103,7 @@ func (n *Node) removePeer(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if err := n.store.RemovePeer(r.Context(), n.id, aid); errors.Is(err, store.ErrNotFound) {
-		return nil, control.BadRequestError("aid: %s is not a known peer", aid)
+		return nil, reasons.New(reasons.UnknownPeer, "peer "+aid)
 	} else if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func (n *Node) removeTrust(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if err := n.store.RemoveTrust(r.Context(), n.id, aid); errors.Is(err, store.ErrNotFound) {
-		return nil, control.BadRequestError("aid: %s is not in the trust list", aid)
+		return nil, reasons.New(reasons.UnknownPeer, "peer "+aid+" is not in the trust list")
 	} else if err != nil {
 		return nil, err
 	}
@@ -161,6 +161,9 @@ func (n *Node) send(r *http.Request) (any, error) {
 		return nil, err
 	}
 	it, err := n.peers.Send(r.Context(), in.To, in.Text)
+	if errors.Is(err, peer.ErrUnknownPeer) {
+		return nil, reasons.New(reasons.UnknownPeer, "to: "+in.To)
+	}
 	if err != nil {
 		return nil, callerError(err)
 	}
@@ -168,13 +171,16 @@ func (n *Node) send(r *http.Request) (any, error) {
 }
 
 // callerError turns the peer service's input errors into bad requests that keep their
-// text (which names the field); a text over the limit keeps its own code.
+// text (which names the field); a text over the limit and an unknown interaction keep their
+// own codes.
 func callerError(err error) error {
 	var big *peer.TooLargeError
 	var in *peer.InputError
 	switch {
 	case errors.As(err, &big):
 		return reasons.New(reasons.MessageTooLarge, err.Error())
+	case errors.Is(err, store.ErrUnknownInteraction):
+		return reasons.New(reasons.UnknownInteraction, err.Error())
 	case errors.As(err, &in):
 		return control.BadRequestError("%v", err)
 	}
@@ -205,7 +211,7 @@ func (n *Node) showInteraction(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if len(list) == 0 {
-		return nil, control.BadRequestError("interaction: %s is not known to this node (see `anet inbox`)", id)
+		return nil, reasons.New(reasons.UnknownInteraction, "interaction "+id)
 	}
 	out := n.toAPIList(r, list)
 	for i := range out {
@@ -242,7 +248,7 @@ func (n *Node) reply(r *http.Request) (any, error) {
 		}
 		switch len(peers) {
 		case 0:
-			return nil, control.BadRequestError("interaction: %s is not a task this node received (see `anet inbox`)", in.Interaction)
+			return nil, reasons.New(reasons.UnknownInteraction, "interaction "+in.Interaction+" is not a task this node received")
 		case 1:
 			p = peers[0]
 		default:

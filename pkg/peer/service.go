@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"anet.dev/anet/pkg/identity"
 	"anet.dev/anet/pkg/limits"
@@ -241,6 +242,10 @@ func checkText(text string) error {
 	}
 	if len(text) > MaxText {
 		return badInput(&TooLargeError{Field: "text", Size: len(text), Limit: MaxText})
+	}
+	if !utf8.ValidString(text) {
+		// Replacing the bad bytes would change what the operator wrote without a word.
+		return badInput(errors.New("text: is not valid UTF-8; send UTF-8 text"))
 	}
 	return nil
 }

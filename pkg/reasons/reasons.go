@@ -82,6 +82,9 @@ const (
 	BadRequest      Code = "bad_request"
 	MessageTooLarge Code = "message_too_large"
 	Internal        Code = "internal"
+	// UnknownInteraction and UnknownPeer answer a well-formed id this node does not know.
+	UnknownInteraction Code = "unknown_interaction"
+	UnknownPeer        Code = "unknown_peer"
 )
 
 var catalog = map[Code]Entry{}
@@ -120,6 +123,8 @@ func init() {
 		{BadRequest, KindNode, "the request is malformed", ""},
 		{MessageTooLarge, KindNode, "the message is larger than the protocol allows", ""},
 		{Internal, KindNode, "internal error; see the daemon log", ""},
+		{UnknownInteraction, KindNode, "no interaction with that id on this node; `anet inbox` lists tasks received", ""},
+		{UnknownPeer, KindNode, "no peer with that aid; `anet peer list` lists them, `anet peer add AID HOST:PORT` adds one", ""},
 	} {
 		add(e)
 	}
