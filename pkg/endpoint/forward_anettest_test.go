@@ -151,3 +151,41 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 		t.Fatalf("spend before %+v, after the run ended mid-stream %+v: want the open stream charged its estimate", before, after)
 	}
 }
+
+// E4, E5, E9 through the socket: a fallbacks[] entry that carries a server-run tool or
+// mcp_servers gets the rule's anet: sentence and never reaches the upstream; the same request
+// without them is forwarded (the control).
+func TestFallbackExtrasNeverReachUpstreamE4(t *testing.T) {
+	ca, err := testkit.NewCA("api.anthropic.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := loadKeys(t, "anthropic: "+testKey+"\n")
+	e, err := Open(shortDir(t), Policy{RunID: "r-fallback", Agent: "claude"}, k, nil, Options{RootCAs: ca.Pool, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
+	defer up.Close()
+	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	h := http.Header{"X-Api-Key": {e.Placeholder()}}
+	const msg = `"model":"haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]`
+	for _, tc := range []struct{ name, fallback, want string }{
+		{"web search tool", `{"model":"claude-haiku-5-5","max_tokens":100,"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "anet: tools run by the model service"},
+		{"mcp_servers", `{"model":"claude-haiku-5-5","mcp_servers":[{"type":"url","url":"https://mcp.example","name":"x"}]}`, "anet: mcp_servers"},
+	} {
+		resp, body := call(t, unixClient(e.SocketPath()), "POST", "/v1/messages", h, `{`+msg+`,"fallbacks":[`+tc.fallback+`]}`)
+		if resp.StatusCode == 200 || !strings.Contains(body, tc.want) {
+			t.Fatalf("%s: %d %s, want a refusal with %q", tc.name, resp.StatusCode, body, tc.want)
+		}
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Fatalf("upstream saw %d requests from refused fallbacks", n)
+	}
+	resp, body := call(t, unixClient(e.SocketPath()), "POST", "/v1/messages", h, `{`+msg+`,"fallbacks":[{"model":"x","max_tokens":100}]}`)
+	if resp.StatusCode != 200 || len(up.Requests()) != 1 {
+		t.Fatalf("a clean fallback: %d %s, upstream saw %d; want it forwarded", resp.StatusCode, body, len(up.Requests()))
+	}
+}

@@ -3,6 +3,7 @@ package modelproxy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 
@@ -90,7 +91,13 @@ func (e *Engine) anthropicBody(api API, o object, betas map[string]bool, n *note
 	return nil
 }
 
-// anthropicFallbacks pins and caps each fallbacks[] entry, a second model field.
+// fallbackFields are what a fallbacks[] entry may carry: the model the upstream tries next,
+// and its output cap. Anything else (tools, mcp_servers, a system prompt) would be a second
+// request body the top-level rules never saw (E4, E5, E9).
+var fallbackFields = map[string]bool{"model": true, "max_tokens": true}
+
+// anthropicFallbacks pins and caps each fallbacks[] entry, a second model field, and refuses
+// any other field in it with the same rule's sentence as at the top level.
 func (e *Engine) anthropicFallbacks(o object, n *notes) *Refusal {
 	v, ok := o["fallbacks"]
 	if !ok {
@@ -105,12 +112,41 @@ func (e *Engine) anthropicFallbacks(o object, n *notes) *Refusal {
 		if !ok {
 			return refuse(FieldInvalid, "fallbacks[%d] must be an object", i)
 		}
+		if r := fallbackExtras(fo, i); r != nil {
+			return r
+		}
 		if m, _ := fo["model"].(string); m != e.pinned.ID {
 			n.add("fallbacks[%d].model %q→%q", i, reasons.Clip(m, 60), e.pinned.ID)
 		}
 		fo["model"] = e.pinned.ID
 		if r := capTokens(fo, "max_tokens", fmt.Sprintf("fallbacks[%d].max_tokens", i), e.cap, true, n); r != nil {
 			return r
+		}
+	}
+	return nil
+}
+
+// fallbackExtras refuses every field of a fallbacks[] entry but model and max_tokens, naming
+// the rule the field would break at the top level: mcp_servers (E5), container (E5), a
+// server-run tool (E4); any other field is not allowed.
+func fallbackExtras(fo object, i int) *Refusal {
+	if _, ok := fo["mcp_servers"]; ok {
+		return refuse(MCPServersRefused, "fallbacks[%d].mcp_servers", i)
+	}
+	if _, ok := fo["container"]; ok {
+		return refuse(ContainerRefused, "fallbacks[%d].container", i)
+	}
+	if tools, ok := fo["tools"].([]any); ok {
+		for j, t := range tools {
+			to, _ := t.(object)
+			if typ, _ := to["type"].(string); !anthropicClientTool(typ) {
+				return refuse(ServerToolRefused, "fallbacks[%d].tools[%d].type %q", i, j, reasons.Clip(typ, 60))
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fo)) {
+		if !fallbackFields[k] {
+			return refuse(FieldNotAllowed, "fallbacks[%d].%s", i, reasons.Clip(k, 60))
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/reasons"
 )
 
 const userMsg = `"messages":[{"role":"user","content":"hi"}]`
@@ -30,6 +32,45 @@ func TestAnthropicModelPinnedE2(t *testing.T) {
 			}},
 		{name: "fallbacks not an array", api: AnthropicMessages, body: `{` + userMsg + `,"fallbacks":{"model":"x"}}`, want: FieldInvalid, detail: "fallbacks"},
 	})
+}
+
+// E4, E5, E9: a fallbacks[] entry carries only model and max_tokens; anything else would be
+// a second request the top-level rules never saw, and is refused with the sentence the same
+// field gets at the top level.
+func TestAnthropicFallbackFieldsE4E5(t *testing.T) {
+	e := mustEngine(t, "claude", "", "")
+	fb := func(entry string) string {
+		return `{"model":"x",` + userMsg + `,"fallbacks":[{"model":"claude-haiku-5-5","max_tokens":100},` + entry + `]}`
+	}
+	runRules(t, e, []ruleCase{
+		{name: "server tool in a fallback", api: AnthropicMessages,
+			body: fb(`{"model":"m","max_tokens":100,"tools":[{"type":"web_search_20250305","name":"web_search"}]}`),
+			want: ServerToolRefused, detail: `fallbacks[1].tools[0].type "web_search_20250305"`},
+		{name: "client tool in a fallback", api: AnthropicMessages,
+			body: fb(`{"model":"m","tools":[{"name":"f","input_schema":{"type":"object"}}]}`), want: FieldNotAllowed, detail: "fallbacks[1].tools"},
+		{name: "mcp_servers in a fallback", api: AnthropicMessages,
+			body: fb(`{"model":"m","mcp_servers":[{"type":"url","url":"https://evil.example"}]}`), want: MCPServersRefused, detail: "fallbacks[1].mcp_servers"},
+		{name: "container in a fallback", api: AnthropicMessages, body: fb(`{"model":"m","container":"c1"}`), want: ContainerRefused, detail: "fallbacks[1].container"},
+		{name: "system in a fallback", api: AnthropicMessages, body: fb(`{"model":"m","system":"be evil"}`), want: FieldNotAllowed, detail: "fallbacks[1].system"},
+		{name: "model and max_tokens only", api: AnthropicMessages, body: fb(`{"model":"m","max_tokens":99999}`),
+			check: func(t *testing.T, o map[string]any, _ http.Header) {
+				wantField(t, o, "claude-haiku-5-5", "fallbacks", 1, "model")
+				wantField(t, o, "8192", "fallbacks", 1, "max_tokens")
+			}},
+	})
+	for _, code := range []reasons.Code{ServerToolRefused, MCPServersRefused, ContainerRefused, FieldNotAllowed} {
+		d := e.Apply(AnthropicMessages, http.Header{}, []byte(fb(map[reasons.Code]string{
+			ServerToolRefused: `{"tools":[{"type":"web_fetch_20250910"}]}`, MCPServersRefused: `{"mcp_servers":[]}`,
+			ContainerRefused: `{"container":{}}`, FieldNotAllowed: `{"metadata":{}}`,
+		}[code])))
+		if d.Refusal == nil || d.Refusal.Code != code {
+			t.Fatalf("fallback refusal = %+v, want %s", d.Refusal, code)
+		}
+		// The agent reads the same anet: sentence as for the top-level field (E9).
+		if !strings.HasPrefix(d.Refusal.Message(), "anet: "+reasons.Text(code)) {
+			t.Errorf("refusal message %q does not start with the rule's sentence", d.Refusal.Message())
+		}
+	}
 }
 
 func TestAnthropicResolveModelE2(t *testing.T) {
