@@ -92,6 +92,9 @@ func TestConnectSpellingsH4(t *testing.T) {
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("%q = %d %q, want 200", firstLine(c.raw), resp.StatusCode, body)
 				}
+				// The upstream is dialled once the hello has passed (H6).
+				target := strings.Fields(firstLine(c.raw))[1]
+				conn.Write(goHello(t, tlsConfig(strings.TrimSuffix(target[:strings.LastIndexByte(target, ':')], "."))))
 				testkit.WaitFor(t, "the upstream connection", func() bool { return up.conns.Load() == conns+1 })
 				return
 			}

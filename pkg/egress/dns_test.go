@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 
@@ -25,12 +26,19 @@ type fakeDNS struct {
 	truncUDP bool // answer UDP with TC set and no records
 	spoof    bool // send a reply with a wrong ID before the real one
 	spoofQ   bool // send a reply with the right ID for another name (answering loopback) first
-	asked    []string
+	dropAAAA bool // never answer an AAAA question (a server or middlebox that drops them)
+	// dropFirst is how many questions of a type go unanswered before the server answers.
+	dropFirst map[dnsmessage.Type]int
+	// holdA keeps A answers back until an AAAA question has arrived: only a resolver that
+	// asks both at once gets an A answer.
+	holdA   bool
+	sawAAAA chan struct{}
+	asked   []string
 }
 
 func startFakeDNS(t *testing.T) *fakeDNS {
 	t.Helper()
-	d := &fakeDNS{records: map[string][]dnsmessage.Resource{}}
+	d := &fakeDNS{records: map[string][]dnsmessage.Resource{}, dropFirst: map[dnsmessage.Type]int{}, sawAAAA: make(chan struct{})}
 	var pc net.PacketConn
 	var ln net.Listener
 	for try := 0; ; try++ {
@@ -57,9 +65,14 @@ func startFakeDNS(t *testing.T) *fakeDNS {
 			if err != nil {
 				return
 			}
-			for _, out := range d.answer(buf[:n], true) {
-				pc.WriteTo(out, from)
-			}
+			// One goroutine per question, so that a held answer does not stop the next
+			// question from being read.
+			q := append([]byte(nil), buf[:n]...)
+			go func() {
+				for _, out := range d.answer(q, true) {
+					pc.WriteTo(out, from)
+				}
+			}()
 		}
 	}()
 	testkit.Serve(ln, func(c net.Conn) {
@@ -134,8 +147,32 @@ func (d *fakeDNS) answer(b []byte, udp bool) [][]byte {
 	}
 	qq := q.Questions[0]
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.asked = append(d.asked, qq.Name.String()+" "+strings.TrimPrefix(qq.Type.String(), "Type"))
+	if qq.Type == dnsmessage.TypeAAAA {
+		select {
+		case <-d.sawAAAA:
+		default:
+			close(d.sawAAAA)
+		}
+	}
+	drop := (d.dropAAAA && qq.Type == dnsmessage.TypeAAAA) || d.dropFirst[qq.Type] > 0
+	if d.dropFirst[qq.Type] > 0 {
+		d.dropFirst[qq.Type]--
+	}
+	hold := d.holdA && qq.Type == dnsmessage.TypeA
+	d.mu.Unlock()
+	if drop {
+		return nil
+	}
+	if hold {
+		select {
+		case <-d.sawAAAA:
+		case <-time.After(30 * time.Second):
+			return nil
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	resp := dnsmessage.Message{
 		Header:    dnsmessage.Header{ID: q.ID, Response: true, RecursionAvailable: true, RCode: d.rcode},
 		Questions: q.Questions,

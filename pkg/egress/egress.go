@@ -7,9 +7,14 @@
 // Decisions worth knowing:
 //   - Names are compared exactly (H4): "PyPI.org" is refused, not folded to lower case; one
 //     trailing dot is folded ("pypi.org." is the same FQDN the resolver asks for anyway).
-//   - Resolution, the address check and the upstream connection happen before the 200, so
-//     those refusals reach the agent as `anet:` answers; ClientHello refusals come after the
-//     200 and end the tunnel with a TLS alert (access_denied or decode_error) or a bare close.
+//   - Resolution and the address check happen before the 200, so those refusals reach the
+//     agent as `anet:` answers. The ClientHello is read and checked after the 200, and only
+//     a hello that passes makes the proxy connect upstream: a refused tunnel opens nothing
+//     anywhere. Hello refusals end the tunnel with a TLS alert (access_denied or
+//     decode_error) or a bare close; an upstream that cannot be reached ends it with
+//     internal_error.
+//   - A and AAAA are asked in parallel, each retried once; the checked addresses are dialled
+//     Happy Eyeballs style (RFC 8305) within the same resolve-and-connect budget.
 //   - Byte limits are per run: the last allowed byte passes; the tunnel whose next byte would
 //     exceed the limit is closed, and later CONNECTs are refused.
 //   - An agent hanging up before sending anything is not counted as a refusal.
@@ -39,6 +44,15 @@ type Limits struct {
 	ReceivedBytes int64 // bytes from upstreams to the agent, all tunnels together
 	HelloTimeout  time.Duration
 	IdleTimeout   time.Duration // a tunnel with no byte either way for this long is closed
+	// ConnectDelay is RFC 8305's Connection Attempt Delay: the next checked address is
+	// tried this long after the previous attempt started (at once when it failed).
+	ConnectDelay time.Duration
+	// ConnectTimeout bounds one connection attempt; all of them together stay within
+	// ResolveConnectTimeout.
+	ConnectTimeout time.Duration
+	// ResolveConnectTimeout bounds resolving the name plus connecting upstream, every
+	// attempt included (the wait for the agent's hello in between is HelloTimeout's).
+	ResolveConnectTimeout time.Duration
 }
 
 // DefaultLimits returns R1's limits: 16 open, 256 in all, 32 MiB sent, 512 MiB received.
@@ -50,18 +64,25 @@ func DefaultLimits() Limits {
 		ReceivedBytes: limits.TunnelReceivedBytes,
 		HelloTimeout:  10 * time.Second,
 		IdleTimeout:   5 * time.Minute,
+		// RFC 8305 §8 recommends 250 ms.
+		ConnectDelay:          250 * time.Millisecond,
+		ConnectTimeout:        10 * time.Second,
+		ResolveConnectTimeout: 15 * time.Second,
 	}
 }
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	return Limits{
-		OpenTunnels:   cmp.Or(l.OpenTunnels, d.OpenTunnels),
-		TotalTunnels:  cmp.Or(l.TotalTunnels, d.TotalTunnels),
-		SentBytes:     cmp.Or(l.SentBytes, d.SentBytes),
-		ReceivedBytes: cmp.Or(l.ReceivedBytes, d.ReceivedBytes),
-		HelloTimeout:  cmp.Or(l.HelloTimeout, d.HelloTimeout),
-		IdleTimeout:   cmp.Or(l.IdleTimeout, d.IdleTimeout),
+		OpenTunnels:           cmp.Or(l.OpenTunnels, d.OpenTunnels),
+		TotalTunnels:          cmp.Or(l.TotalTunnels, d.TotalTunnels),
+		SentBytes:             cmp.Or(l.SentBytes, d.SentBytes),
+		ReceivedBytes:         cmp.Or(l.ReceivedBytes, d.ReceivedBytes),
+		HelloTimeout:          cmp.Or(l.HelloTimeout, d.HelloTimeout),
+		IdleTimeout:           cmp.Or(l.IdleTimeout, d.IdleTimeout),
+		ConnectDelay:          cmp.Or(l.ConnectDelay, d.ConnectDelay),
+		ConnectTimeout:        cmp.Or(l.ConnectTimeout, d.ConnectTimeout),
+		ResolveConnectTimeout: cmp.Or(l.ResolveConnectTimeout, d.ResolveConnectTimeout),
 	}
 }
 
@@ -79,6 +100,12 @@ func (l Limits) validate() error {
 		return errors.New("limits.hello_timeout is negative")
 	case l.IdleTimeout < 0:
 		return errors.New("limits.idle_timeout is negative")
+	case l.ConnectDelay < 0:
+		return errors.New("limits.connect_delay is negative")
+	case l.ConnectTimeout < 0:
+		return errors.New("limits.connect_timeout is negative")
+	case l.ResolveConnectTimeout < 0:
+		return errors.New("limits.resolve_connect_timeout is negative")
 	}
 	return nil
 }

@@ -203,6 +203,8 @@ func alertFor(r *refusal) (byte, bool) {
 		return 49, true // access_denied
 	case BadHello, HelloTooLarge:
 		return 50, true // decode_error
+	case DialFailed:
+		return 80, true // internal_error: the hello was fine, the server is not reachable
 	default:
 		return 0, false
 	}

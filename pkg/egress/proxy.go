@@ -2,24 +2,20 @@ package egress
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"time"
 
-	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/reasons"
 )
 
-// resolveDialTimeout bounds name resolution plus connecting upstream, before the 200.
-const resolveDialTimeout = 15 * time.Second
-
 // ServeHTTP handles one CONNECT request. Every check that can be answered in HTTP (syntax,
-// allow-list, limits, addresses, the upstream connection) runs before the 200, so the agent
-// reads an `anet:` sentence; the ClientHello checks run after it and can only close.
+// allow-list, limits, addresses) runs before the 200, so the agent reads an `anet:` sentence.
+// The ClientHello checks run after it and can only close; the upstream is dialled only once
+// the hello has passed, so a refused tunnel opens no connection anywhere (H6).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	host, ref := parseConnect(r)
 	if ref == nil && !p.allow[host] {
 		ref = refuse(HostNotAllowed, "host %q", host)
@@ -31,7 +27,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.deny(w, r, ref)
 		return
 	}
-	upstream, addr, ref := p.resolveAndDial(r.Context(), host)
+	addrs, ref := p.resolve(r.Context(), host)
 	if ref != nil {
 		p.unadmit()
 		p.deny(w, r, ref)
@@ -39,14 +35,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		upstream.Close()
 		p.unadmit()
 		p.deny(w, r, refuse(BadConnect, "connection cannot be taken over (not HTTP/1.1)"))
 		return
 	}
 	conn, rw, err := hj.Hijack()
 	if err != nil {
-		upstream.Close()
 		p.unadmit()
 		p.log.Warn("egress hijack", "host", host, "err", err)
 		return
@@ -55,7 +49,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// are already in the server's reader; take them before touching conn.
 	early, _ := rw.Reader.Peek(rw.Reader.Buffered())
 	early = append([]byte(nil), early...)
-	t := &tunnel{p: p, host: host, addr: addr, client: conn, clientIO: dataConn(conn), upstream: upstream}
+	t := newTunnel(p, host, addrs, conn, p.limits.ResolveConnectTimeout-time.Since(start))
 	if !p.register(t) {
 		t.close()
 		p.unadmit()
@@ -89,36 +83,24 @@ func (p *Proxy) unregister(t *tunnel) {
 	p.mu.Unlock()
 }
 
-// resolveAndDial resolves host, refuses it if any address is special-purpose (H5), and dials
-// the verified addresses in answer order until one connects. It never resolves again.
-func (p *Proxy) resolveAndDial(ctx context.Context, host string) (net.Conn, netip.AddrPort, *refusal) {
-	ctx, cancel := context.WithTimeout(ctx, resolveDialTimeout)
+// resolve resolves host and refuses it if any address is special-purpose (H5). The tunnel
+// dials only these addresses, after the hello has passed; nothing resolves the name again.
+func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, *refusal) {
+	ctx, cancel := context.WithTimeout(ctx, p.limits.ResolveConnectTimeout)
 	defer cancel()
 	addrs, err := p.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, netip.AddrPort{}, refuse(ResolveFailed, "%v", err)
+		return nil, refuse(ResolveFailed, "%v", err)
 	}
 	if len(addrs) == 0 {
-		return nil, netip.AddrPort{}, refuse(ResolveFailed, "no address")
+		return nil, refuse(ResolveFailed, "no address")
 	}
 	for _, a := range addrs {
 		if ok, why := ClassifyAddr(a); !ok {
-			return nil, netip.AddrPort{}, refuse(AddressRefused, "%s is %s", a, why)
+			return nil, refuse(AddressRefused, "%s is %s", a, why)
 		}
 	}
-	var errs []error
-	for _, a := range addrs {
-		ap := netip.AddrPortFrom(a.Unmap(), tunnelPort)
-		c, err := direct.Dial(ctx, "tcp", ap.String())
-		if err == nil {
-			return c, ap, nil
-		}
-		errs = append(errs, err)
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, netip.AddrPort{}, refuse(DialFailed, "%v", errors.Join(errs...))
+	return addrs, nil
 }
 
 // deny answers a refused CONNECT and closes the connection: bytes the agent may already have

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -42,7 +43,9 @@ func systemResolver() (*dnsResolver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read name servers /etc/resolv.conf: %w", err)
 	}
-	return &dnsResolver{servers: servers, timeout: 5 * time.Second}, nil
+	// Two tries of each question (parallel A and AAAA) take at most 6 s of the 15 s that
+	// resolving and connecting may take together.
+	return &dnsResolver{servers: servers, timeout: 3 * time.Second}, nil
 }
 
 func parseNameservers(r io.Reader) ([]string, error) {
@@ -68,7 +71,10 @@ func parseNameservers(r io.Reader) ([]string, error) {
 	return out, nil
 }
 
-// LookupNetIP returns the A and/or AAAA records of host (network "ip", "ip4" or "ip6").
+// LookupNetIP returns the A and/or AAAA records of host (network "ip", "ip4" or "ip6"). For
+// "ip" both questions go out at once; the answer holds what came back, so a name server
+// that drops AAAA questions costs its timeout, not the name (H5 checks every address that
+// is returned, and only those are ever dialled).
 func (r *dnsResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	fqdn := host
 	if !strings.HasSuffix(fqdn, ".") {
@@ -89,18 +95,49 @@ func (r *dnsResolver) LookupNetIP(ctx context.Context, network, host string) ([]
 	default:
 		return nil, fmt.Errorf("lookup %s: unknown network %q", host, network)
 	}
+	type answer struct {
+		addrs []netip.Addr
+		err   error
+	}
+	answers := make([]answer, len(types))
+	var wg sync.WaitGroup
+	for i, t := range types {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].addrs, answers[i].err = r.queryRetry(ctx, name, t)
+		}()
+	}
+	wg.Wait()
 	var addrs []netip.Addr
-	for _, t := range types {
-		got, err := r.query(ctx, name, t)
-		if err != nil {
-			return nil, fmt.Errorf("lookup %s: %w", host, err)
+	var errs []error
+	nx := 0
+	for i, a := range answers {
+		addrs = append(addrs, a.addrs...)
+		switch {
+		case errors.Is(a.err, errNoSuchHost):
+			nx++
+		case a.err != nil:
+			errs = append(errs, fmt.Errorf("%v: %w", types[i], a.err))
 		}
-		addrs = append(addrs, got...)
 	}
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("lookup %s: %w", host, errNoSuchHost)
+	if len(addrs) > 0 {
+		return addrs, nil
 	}
-	return addrs, nil
+	if len(errs) > 0 && nx < len(types) {
+		return nil, fmt.Errorf("lookup %s: %w", host, errors.Join(errs...))
+	}
+	return nil, fmt.Errorf("lookup %s: %w", host, errNoSuchHost)
+}
+
+// queryRetry asks one question, and once more if no server answered the first time (a lost
+// datagram is the common failure of UDP DNS).
+func (r *dnsResolver) queryRetry(ctx context.Context, name dnsmessage.Name, t dnsmessage.Type) ([]netip.Addr, error) {
+	addrs, err := r.query(ctx, name, t)
+	if err == nil || errors.Is(err, errNoSuchHost) || ctx.Err() != nil {
+		return addrs, err
+	}
+	return r.query(ctx, name, t)
 }
 
 // query asks each server in turn until one gives an answer (success or NXDOMAIN).

@@ -120,7 +120,8 @@ func TestDNSResolver(t *testing.T) {
 			if err != nil || !slices.Equal(got, c.want) {
 				t.Fatalf("LookupNetIP(%s) = %v, %v, want %v", c.host, got, err, c.want)
 			}
-			if c.wantAsked != nil && !slices.Equal(d.questions(), c.wantAsked) {
+			// A and AAAA go out in parallel: compare the questions as a set.
+			if c.wantAsked != nil && !slices.Equal(slices.Sorted(slices.Values(d.questions())), c.wantAsked) {
 				t.Errorf("questions asked = %v, want %v", d.questions(), c.wantAsked)
 			}
 		})
@@ -164,6 +165,57 @@ func TestDNSResolverFailover(t *testing.T) {
 	r = &dnsResolver{servers: []string{nx.addr, good.addr}, timeout: 10 * time.Second}
 	if got, err := lookupAll(t, r, "pypi.org"); !errors.Is(err, errNoSuchHost) {
 		t.Fatalf("LookupNetIP(pypi.org) after NXDOMAIN = %v, %v, want no such host", got, err)
+	}
+}
+
+// TestDNSResolverDropsAAAA (H5): a name server that never answers AAAA questions does not fail
+// a name whose A answer is good; the AAAA question is retried once, not more.
+func TestDNSResolverDropsAAAA(t *testing.T) {
+	d := startFakeDNS(t)
+	d.set(func(d *fakeDNS) { d.dropAAAA = true })
+	d.addIP("pypi.org.", "151.101.0.223")
+	d.addIP("pypi.org.", "2a04:4e42::223")
+	r := &dnsResolver{servers: []string{d.addr}, timeout: 300 * time.Millisecond}
+	got, err := lookupAll(t, r, "pypi.org")
+	if err != nil || !slices.Equal(got, []string{"151.101.0.223"}) {
+		t.Fatalf("LookupNetIP(pypi.org) with AAAA dropped = %v, %v, want the A answer", got, err)
+	}
+	want := []string{"pypi.org. A", "pypi.org. AAAA", "pypi.org. AAAA"}
+	if q := slices.Sorted(slices.Values(d.questions())); !slices.Equal(q, want) {
+		t.Fatalf("questions = %v, want %v (A once, AAAA and one retry)", q, want)
+	}
+	// With both dropped the name fails, naming the timeouts rather than "no such host".
+	d.set(func(d *fakeDNS) { d.dropFirst[dnsmessage.TypeA] = 2 })
+	if got, err := lookupAll(t, r, "pypi.org"); err == nil || errors.Is(err, errNoSuchHost) {
+		t.Fatalf("LookupNetIP with every question dropped = %v, %v, want a timeout error", got, err)
+	}
+}
+
+// TestDNSResolverRetriesOnce: a lost first question is asked again and answered.
+func TestDNSResolverRetriesOnce(t *testing.T) {
+	d := startFakeDNS(t)
+	d.set(func(d *fakeDNS) { d.dropFirst[dnsmessage.TypeA] = 1 })
+	d.addIP("pypi.org.", "151.101.0.223")
+	r := &dnsResolver{servers: []string{d.addr}, timeout: 300 * time.Millisecond}
+	got, err := lookupAll(t, r, "pypi.org")
+	if err != nil || !slices.Equal(got, []string{"151.101.0.223"}) {
+		t.Fatalf("LookupNetIP(pypi.org) with the first A lost = %v, %v, want the retried answer", got, err)
+	}
+	if n := slices.Index(d.questions(), "pypi.org. A"); n < 0 || len(slices.DeleteFunc(d.questions(), func(q string) bool { return q != "pypi.org. A" })) != 2 {
+		t.Fatalf("questions = %v, want A asked twice", d.questions())
+	}
+}
+
+// TestDNSResolverAsksInParallel: the server answers A only once it has seen the AAAA question,
+// so a resolver that waited for A before asking AAAA would get no address at all.
+func TestDNSResolverAsksInParallel(t *testing.T) {
+	d := startFakeDNS(t)
+	d.set(func(d *fakeDNS) { d.holdA = true })
+	d.addIP("pypi.org.", "151.101.0.223")
+	r := &dnsResolver{servers: []string{d.addr}, timeout: 2 * time.Second}
+	got, err := lookupAll(t, r, "pypi.org")
+	if err != nil || !slices.Equal(got, []string{"151.101.0.223"}) {
+		t.Fatalf("LookupNetIP(pypi.org) = %v, %v, want the A answer (A and AAAA asked at once)", got, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -27,10 +28,17 @@ const (
 type tunnel struct {
 	p        *Proxy
 	host     string
-	addr     netip.AddrPort
+	addrs    []netip.Addr // resolved and checked (H5); dialled after the hello passes
+	budget   time.Duration
 	client   net.Conn // as hijacked: closing it releases the endpoint's connection slot
 	clientIO net.Conn // the socket under client, for data (keeps the splice path)
-	upstream net.Conn
+	ctx      context.Context
+	cancel   context.CancelFunc // ends a dial in progress when the tunnel is closed
+
+	mu       sync.Mutex // guards upstream, addr and closed
+	upstream net.Conn   // nil until the dial succeeds
+	addr     netip.AddrPort
+	closed   bool
 
 	closeOnce sync.Once
 	idle      [2]atomic.Bool // the direction's last transfer window moved no byte
@@ -42,10 +50,21 @@ type tunnel struct {
 	endDetail string
 }
 
+func newTunnel(p *Proxy, host string, addrs []netip.Addr, client net.Conn, dialBudget time.Duration) *tunnel {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tunnel{p: p, host: host, addrs: addrs, budget: dialBudget, client: client, clientIO: dataConn(client), ctx: ctx, cancel: cancel}
+}
+
 func (t *tunnel) close() {
 	t.closeOnce.Do(func() {
+		t.cancel()
 		t.client.Close()
-		t.upstream.Close()
+		t.mu.Lock()
+		t.closed = true
+		if t.upstream != nil {
+			t.upstream.Close()
+		}
+		t.mu.Unlock()
 	})
 }
 
@@ -58,7 +77,27 @@ func (t *tunnel) end(code reasons.Code, detail string) {
 	t.close()
 }
 
-// run checks the ClientHello (H6), replays it upstream and splices until both sides are done.
+// connectUpstream dials the checked addresses (happy eyeballs) and keeps the winner, unless
+// the tunnel was closed meanwhile.
+func (t *tunnel) connectUpstream() *refusal {
+	ctx, cancel := context.WithTimeout(t.ctx, max(t.budget, 0))
+	defer cancel()
+	c, ap, err := dialHappy(ctx, t.addrs, tunnelPort, t.p.limits.dialer())
+	if err != nil {
+		return refuse(DialFailed, "%v", err)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.Close()
+		return refuse(RunOver, "tunnel closed while connecting")
+	}
+	t.upstream, t.addr = c, ap
+	return nil
+}
+
+// run checks the ClientHello (H6), then connects upstream, replays the hello and splices
+// until both sides are done. A refused hello never opens an upstream connection.
 func (t *tunnel) run(early []byte) {
 	defer t.p.unregister(t)
 	defer t.close()
@@ -66,19 +105,26 @@ func (t *tunnel) run(early []byte) {
 	t.clientIO.SetReadDeadline(time.Now().Add(lim.HelloTimeout))
 	in := &prefixReader{prefix: early, r: t.clientIO}
 	raw, ref := checkHello(in, t.host)
+	var first []byte
 	if ref == nil {
 		// The hello and anything the agent sent behind it go upstream unchanged.
-		first := append(raw, in.prefix...)
+		first = append(raw, in.prefix...)
 		if t.p.sent.take(int64(len(first)), false) == 0 {
 			ref = refuse(BytesLimit, "hello of %d bytes exceeds the sent budget", len(first))
-		} else {
-			n, err := t.upstream.Write(first)
-			t.p.sent.settle(int64(len(first)), int64(n))
-			t.moved[dirSent].Add(int64(n))
-			if err != nil {
-				t.finish("", err.Error())
-				return
-			}
+		}
+	}
+	if ref == nil {
+		if ref = t.connectUpstream(); ref != nil {
+			t.p.sent.settle(int64(len(first)), 0)
+		}
+	}
+	if ref == nil {
+		n, err := t.upstream.Write(first)
+		t.p.sent.settle(int64(len(first)), int64(n))
+		t.moved[dirSent].Add(int64(n))
+		if err != nil {
+			t.finish("", err.Error())
+			return
 		}
 	}
 	if ref != nil {
@@ -111,7 +157,10 @@ func (t *tunnel) run(early []byte) {
 
 // finish writes the tunnel's one log line.
 func (t *tunnel) finish(code reasons.Code, detail string) {
-	t.p.log.Info("egress tunnel", "host", t.host, "addr", t.addr.String(),
+	t.mu.Lock()
+	addr := t.addr
+	t.mu.Unlock()
+	t.p.log.Info("egress tunnel", "host", t.host, "addr", addr.String(),
 		"sent", t.moved[dirSent].Load(), "received", t.moved[dirReceived].Load(),
 		"reason", string(code), "detail", detail)
 }

@@ -13,7 +13,8 @@ import (
 // directDialer never consults proxy settings (H7): it is a plain net.Dialer, and callers must
 // build their http.Transport with Proxy: nil. The daemon's environment may name a proxy; the
 // node must not route the operator's key or an agent's tunnel through it.
-var directDialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+// Its own timeout is a backstop: callers bound each attempt with their context.
+var directDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 
 // Dial connects to addr without any proxy. addr must already be verified by the caller
 // (for tunnels: a resolved and classified IP; for model upstreams: the fixed upstream host).
