@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/logging"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // commands is filled by the files of this package, one subcommand each.
@@ -24,7 +25,11 @@ func main() {
 		HideHelpCommand: true,
 	}
 	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "anet-egress: %v\n", err)
+		// The rule's code on a line of its own, as anetd and anet print it.
+		fmt.Fprintf(os.Stderr, "anet-egress: %s\n", reasons.Message(err))
+		if c := reasons.CodeOf(err); c != "" {
+			fmt.Fprintf(os.Stderr, "anet-egress: reason: %s\n", c)
+		}
 		os.Exit(1)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"anet.dev/anet/pkg/endpoint/service"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 )
 
@@ -28,12 +29,11 @@ func serveCommand() *cli.Command {
 			// The keys are read once, here, and stay in this process. anetd only ever
 			// learns which providers have one.
 			k, err := keys.Load(c.String("keys"))
-			keysErr := ""
+			keysErr := preflight.VerdictOf(nil, err)
 			if err != nil {
 				// Keep serving so anetd can show the reason; endpoints refuse to open with
 				// no_api_key until the file is fixed and the helper restarted.
-				keysErr = err.Error()
-				log.Error("keys file refused", "err", err)
+				log.Error("keys file refused", "err", err, "code", string(keysErr.Code))
 			}
 			s := service.New(k, c.String("runs-dir"), c.String("models"), log)
 			if err := s.MakeRunsDir(); err != nil {
@@ -41,8 +41,8 @@ func serveCommand() *cli.Command {
 			}
 			info := func() map[string]any {
 				m := map[string]any{"providers_with_key": k.Configured()}
-				if keysErr != "" {
-					m["keys_error"] = keysErr
+				if !keysErr.OK {
+					m["keys_error"], m["keys_code"] = keysErr.Message, string(keysErr.Code)
 				}
 				return m
 			}

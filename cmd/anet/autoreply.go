@@ -3,14 +3,12 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
@@ -88,17 +86,10 @@ func autoReplyCommand() *cli.Command {
 }
 
 func autoReplySet(c *cli.Context) error {
-	path, err := configPath(c)
-	if err != nil {
-		return err
-	}
 	var key, value string
 	switch {
 	case c.IsSet("egress-allow") && c.NArg() == 0:
 		key, value = "egress_allow", c.String("egress-allow")
-		if err := confirmEgress(path, value, os.Stdin, os.Stderr, isTerminal(os.Stdin), c.Bool("yes")); err != nil {
-			return err
-		}
 	case c.IsSet("egress-allow"):
 		return fmt.Errorf("usage: anet autoreply set --egress-allow HOSTS (no KEY VALUE with it)")
 	case c.NArg() == 2:
@@ -113,17 +104,7 @@ func autoReplySet(c *cli.Context) error {
 	default:
 		return fmt.Errorf("usage: anet autoreply set KEY VALUE, or anet autoreply set --egress-allow HOSTS")
 	}
-	paths, err := config.DefaultPaths(os.Getenv)
-	if err != nil {
-		return err
-	}
-	paths.ConfigFile = path
-	full := "auto_reply." + key
-	if err := config.SetWith(path, full, value, paths.CheckWorkRoots); err != nil {
-		return err
-	}
-	fmt.Printf("%s = %s written to %s; restart anetd to apply\n", full, value, path)
-	return nil
+	return setKey(c, "auto_reply."+key, value)
 }
 
 func knownAutoReplyKey(k string) bool {
@@ -133,55 +114,6 @@ func knownAutoReplyKey(k string) bool {
 		}
 	}
 	return false
-}
-
-// confirmEgress applies H1: a value that adds a host needs a yes at a terminal; one that only
-// removes hosts does not. Each entry is checked (H2, H3) before anyone is asked.
-func confirmEgress(path, value string, in io.Reader, out io.Writer, terminal, yes bool) error {
-	cfg, err := config.Load(path)
-	if err != nil {
-		return err
-	}
-	var next []string
-	if strings.TrimSpace(value) != "" {
-		for _, h := range strings.Split(value, ",") {
-			next = append(next, strings.TrimSpace(h))
-		}
-	}
-	if err := config.ValidateEgressAllow(next, cfg.AutoReply.APIBase); err != nil {
-		return err
-	}
-	have := map[string]bool{}
-	for _, h := range cfg.AutoReply.EgressAllow {
-		have[h] = true
-	}
-	var added []string
-	for _, h := range next {
-		if !have[h] {
-			added = append(added, h)
-		}
-	}
-	if len(added) == 0 {
-		return nil
-	}
-	if !terminal {
-		return fmt.Errorf("adding allowed hosts (%s) needs confirmation at a terminal (H1); run this command in a terminal — removing hosts needs none", strings.Join(added, ", "))
-	}
-	if yes {
-		return nil
-	}
-	fmt.Fprintf(out, "Sandboxed runs of untrusted peers will be able to send data to: %s\n", strings.Join(added, ", "))
-	fmt.Fprintf(out, "Domain fronting inside TLS is not detected (H8): allow only hosts you would let a person send data to.\nType yes to allow: ")
-	line, _ := bufio.NewReader(in).ReadString('\n')
-	if strings.TrimSpace(line) != "yes" {
-		return fmt.Errorf("not confirmed; allowed hosts unchanged")
-	}
-	return nil
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
-	return err == nil
 }
 
 func printAutoReplyTest(w io.Writer, rep control.AutoReplyTest) error {

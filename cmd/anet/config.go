@@ -7,11 +7,13 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/preflight"
 )
 
+// configPath is the config file: --config (which must exist), or the default path.
 func configPath(c *cli.Context) (string, error) {
 	if p := c.String("config"); p != "" {
-		return p, nil
+		return p, config.RequireFile(p)
 	}
 	p, err := config.DefaultPaths(os.Getenv)
 	if err != nil {
@@ -20,14 +22,57 @@ func configPath(c *cli.Context) (string, error) {
 	return p.ConfigFile, nil
 }
 
-// loadConfig reads the operator's config file (--config or the default path).
+// loadConfig reads the operator's config file (--config or the default path) under the
+// rules anetd reads it with (config.LoadFile).
 func loadConfig(c *cli.Context) (string, config.Config, error) {
 	path, err := configPath(c)
 	if err != nil {
 		return "", config.Config{}, err
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.LoadFile(path, c.String("config") != "")
 	return path, cfg, err
+}
+
+// setKey sets one key of the config file under the rules anetd applies to the result: the
+// file's own rules and the whole document's validation (config.SetWith), the work roots,
+// the allow-list confirmation when egress_allow changes (H1), and the keys-file verdict of
+// anet-egress when keys_file changes.
+func setKey(c *cli.Context, key, value string) error {
+	path, err := configPath(c)
+	if err != nil {
+		return err
+	}
+	if key == "auto_reply.egress_allow" {
+		// The hosts allowed now: a file that does not load (yet) allows none, so every
+		// host counts as added and needs the confirmation. SetWith applies the file's
+		// rules whatever happens here.
+		cfg, err := config.Load(path)
+		if err != nil {
+			cfg = config.Default()
+		}
+		if err := confirmEgress(cfg, value, os.Stdin, os.Stderr, isTerminal(os.Stdin), c.Bool("yes")); err != nil {
+			return err
+		}
+	}
+	paths, err := config.DefaultPaths(os.Getenv)
+	if err != nil {
+		return err
+	}
+	paths.ConfigFile = path
+	check := func(next config.Config) error {
+		if err := paths.WithConfig(next).CheckWorkRoots(next); err != nil {
+			return err
+		}
+		if key == "keys_file" {
+			return preflight.Keys(c.Context, "", paths.WithConfig(next).KeysFile)
+		}
+		return nil
+	}
+	if err := config.SetWith(path, key, value, check); err != nil {
+		return err
+	}
+	fmt.Printf("%s = %s written to %s; restart anetd to apply\n", key, value, path)
+	return nil
 }
 
 func configCommand() *cli.Command {
@@ -75,19 +120,14 @@ func configCommand() *cli.Command {
 				Name:      "set",
 				Usage:     "set one key; the whole file is validated before it is written",
 				ArgsUsage: "KEY VALUE",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "yes", Usage: "adding auto_reply.egress_allow hosts at a terminal: do not ask (a terminal is still needed)"},
+				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 2 {
 						return fmt.Errorf("usage: anet config set KEY VALUE")
 					}
-					path, err := configPath(c)
-					if err != nil {
-						return err
-					}
-					if err := config.Set(path, c.Args().Get(0), c.Args().Get(1)); err != nil {
-						return err
-					}
-					fmt.Printf("%s = %s written to %s; restart anetd to apply\n", c.Args().Get(0), c.Args().Get(1), path)
-					return nil
+					return setKey(c, c.Args().Get(0), c.Args().Get(1))
 				},
 			},
 		},

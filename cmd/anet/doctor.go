@@ -15,6 +15,7 @@ import (
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/doctor"
 	"anet.dev/anet/pkg/helperpath"
+	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/termsafe"
@@ -35,6 +36,8 @@ func doctorCommand() *cli.Command {
 			}
 			var r doctor.Report
 			r.Add(check.Prefixed("host", doctor.System.HostChecks())...)
+			// What anetd --check checks: config file, socket paths, keys file (one rule each).
+			r.Add(check.Prefixed("config", doctor.ConfigChecks(c.Context, preflight.Options{Env: os.Getenv, ConfigPath: c.String("config")}))...)
 			p, err := runProbe()
 			r.Add(doctor.ProbeChecks(p, err)...)
 			if p != nil {

@@ -58,15 +58,7 @@ func reasonOf(err error) reasons.Code {
 	if errors.As(err, &re) {
 		return re.Code
 	}
-	var c interface{ Reason() reasons.Code }
-	if errors.As(err, &c) {
-		return c.Reason()
-	}
-	var r *reasons.Error
-	if errors.As(err, &r) {
-		return r.Code
-	}
-	return ""
+	return reasons.CodeOf(err)
 }
 
 func commands() []*cli.Command {

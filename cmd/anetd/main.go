@@ -12,6 +12,7 @@ import (
 
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/node"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // version is set by the linker for releases.
@@ -32,7 +33,12 @@ func main() {
 		Action:          run,
 	}
 	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "anetd: %v\n", err)
+		// The rule's code on a line of its own, as anet prints it (one code per rule, on
+		// every path that checks it).
+		fmt.Fprintf(os.Stderr, "anetd: %s\n", reasons.Message(err))
+		if c := reasons.CodeOf(err); c != "" {
+			fmt.Fprintf(os.Stderr, "anetd: reason: %s\n", c)
+		}
 		os.Exit(1)
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 
 	"anet.dev/anet/pkg/hostname"
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // modelServiceHosts are the model services' own hosts: an agent already reaches them through
@@ -19,6 +22,10 @@ var modelServiceHosts = []string{"api.anthropic.com", "api.openai.com"}
 // localSuffixes name hosts on the operator's own network (H2), plus .localhost (RFC 6761).
 var localSuffixes = []string{".local", ".internal", ".lan", ".home.arpa", ".localhost"}
 
+// EgressAllowRefused is the code of every refused allow-list entry, wherever it is checked:
+// in the config file, by the CLI, and by the endpoint when it opens a run's tunnel handler.
+const EgressAllowRefused reasons.Code = "egress_allow_entry_refused"
+
 // EgressError is one refused egress_allow entry, or a refusal of the list as a whole (Index -1).
 type EgressError struct {
 	Index int    // position in the list; -1 for list-wide rules
@@ -27,6 +34,9 @@ type EgressError struct {
 	Msg   string
 }
 
+// Reason is the rule's code.
+func (e *EgressError) Reason() reasons.Code { return EgressAllowRefused }
+
 func (e *EgressError) Error() string {
 	if e.Index < 0 {
 		return fmt.Sprintf("egress_allow: %s (%s)", e.Msg, e.Rule)
@@ -34,25 +44,28 @@ func (e *EgressError) Error() string {
 	return fmt.Sprintf("egress_allow entry %q: %s (%s)", e.Entry, e.Msg, e.Rule)
 }
 
-// ValidateEgressAllow checks the allowed-hosts list by H2 and H3: each entry a full lower-case
-// host name (LDH labels, at least one dot) that is no wildcard, IP address in any numeric form,
-// host:port, localhost or local-network name, at most 64 entries, no duplicates, and no
-// model-service host (api.anthropic.com, api.openai.com, the host of apiBase). It returns every
-// refusal, each an *EgressError, joined.
-func ValidateEgressAllow(entries []string, apiBase string) error {
+// ValidateEgressAllow is the one allow-list rule (H2, H3), for the config file, the CLI and
+// the endpoint alike: each entry a full lower-case host name (LDH labels, at least one dot)
+// that is no wildcard, IP address in any numeric form, host:port, localhost or local-network
+// name, at most 64 entries, no duplicates, and no model-service host (api.anthropic.com,
+// api.openai.com, and each of modelHosts: the api_base, as a URL, host:port or name). It
+// returns every refusal, each an *EgressError, joined.
+func ValidateEgressAllow(entries []string, modelHosts ...string) error {
 	var errs []error
 	if len(entries) > limits.AllowListEntries {
 		errs = append(errs, &EgressError{Index: -1, Rule: "H2",
 			Msg: fmt.Sprintf("%d entries; at most %d are allowed", len(entries), limits.AllowListEntries)})
 	}
-	apiHost := ""
-	if apiBase != "" {
+	var apiHosts []string
+	for _, m := range modelHosts {
 		// An invalid api_base is reported on its own key; compare with what can be read.
-		apiHost, _ = checkAPIBase(apiBase)
+		if h := modelHostName(m); h != "" {
+			apiHosts = append(apiHosts, h)
+		}
 	}
 	seen := make(map[string]int, len(entries))
 	for i, e := range entries {
-		if err := checkEgressEntry(e, apiHost); err != nil {
+		if err := checkEgressEntry(e, apiHosts); err != nil {
 			err.Index = i
 			errs = append(errs, err)
 			continue
@@ -69,7 +82,7 @@ func ValidateEgressAllow(entries []string, apiBase string) error {
 
 // checkEgressEntry applies the per-entry rules. The order matters only for the message: the
 // most specific rule an entry breaks is named.
-func checkEgressEntry(e, apiHost string) *EgressError {
+func checkEgressEntry(e string, apiHosts []string) *EgressError {
 	h2 := func(msg string) *EgressError { return &EgressError{Entry: e, Rule: "H2", Msg: msg} }
 	switch {
 	case e == "":
@@ -104,24 +117,37 @@ func checkEgressEntry(e, apiHost string) *EgressError {
 	if !strings.Contains(e, ".") {
 		return h2("must be a full host name with at least one dot, such as pypi.org")
 	}
-	if !isLDHName(e) {
-		return h2("is not a host name (labels of a-z, 0-9 and '-', 1-63 characters, not starting or ending with '-'; use the xn-- form for international names)")
-	}
-	// The endpoint's own check (pkg/hostname, used by pkg/egress) must accept every entry this file accepts, or a
-	// list the CLI took would stop every run's endpoint from opening; it adds, for example,
-	// the punycode validity of xn-- labels.
+	// The host-name rule CONNECT targets meet too (pkg/hostname): it names the character or
+	// label at fault, and checks the punycode of xn-- labels.
 	if p := hostname.Problem(e); p != "" {
 		return h2(p)
+	}
+	if !isLDHName(e) {
+		return h2("is not a host name (labels of a-z, 0-9 and '-', 1-63 characters, not starting or ending with '-'; use the xn-- form for international names)")
 	}
 	for _, m := range modelServiceHosts {
 		if e == m {
 			return &EgressError{Entry: e, Rule: "H3", Msg: "is a model-service host; agents reach the model only through the node"}
 		}
 	}
-	if apiHost != "" && e == apiHost {
+	if slices.Contains(apiHosts, e) {
 		return &EgressError{Entry: e, Rule: "H3", Msg: "is the api_base host; agents reach the model only through the node"}
 	}
 	return nil
+}
+
+// modelHostName reduces a model host given as a URL, host:port or name to a lower-case name.
+func modelHostName(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "://") {
+		if u, err := url.Parse(s); err == nil {
+			s = u.Host
+		}
+	}
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		s = h
+	}
+	return strings.TrimSuffix(strings.ToLower(s), ".")
 }
 
 // isIPLiteral catches IPv6 and dotted-quad forms, with or without brackets, port or zone.

@@ -67,12 +67,12 @@ func TestEgressAllowRefused(t *testing.T) {
 		{"upper case", "PyPI.org", "H2", `must be lower case (write "pypi.org")`},
 		{"trailing dot", "pypi.org.", "H2", `must not end with a dot (write "pypi.org")`},
 		{"single label", "pypi", "H2", "at least one dot"},
-		{"leading hyphen", "-bad.example.com", "H2", "is not a host name"},
-		{"trailing hyphen", "bad-.example.com", "H2", "is not a host name"},
-		{"underscore", "bad_name.example.com", "H2", "is not a host name"},
-		{"empty label", "pypi..org", "H2", "is not a host name"},
-		{"long label", strings.Repeat("a", 64) + ".com", "H2", "is not a host name"},
-		{"unicode", "bücher.de", "H2", "xn-- form"},
+		{"leading hyphen", "-bad.example.com", "H2", "starts or ends with '-'"},
+		{"trailing hyphen", "bad-.example.com", "H2", "starts or ends with '-'"},
+		{"underscore", "bad_name.example.com", "H2", "has the character '_'"},
+		{"empty label", "pypi..org", "H2", "empty label"},
+		{"long label", strings.Repeat("a", 64) + ".com", "H2", "longer than 63"},
+		{"unicode", "bücher.de", "H2", "punycode (xn--"},
 		{"url", "https://pypi.org", "H2", "not a URL"},
 		{"path", "pypi.org/simple", "H2", "not a URL"},
 		{"userinfo", "user@pypi.org", "H2", "not a URL"},
@@ -127,7 +127,7 @@ func TestEgressAllowList(t *testing.T) {
 	})
 	t.Run("in the file, on the entry's line", func(t *testing.T) {
 		src := "auto_reply:\n  api_base: https://llm.example.com/v1\n  agent: opencode\n  egress_allow:\n    - pypi.org\n    - llm.example.com\n"
-		want := `config.yaml:6: auto_reply.egress_allow: entry "llm.example.com" is the api_base host; agents reach the model only through the node (H3)`
+		want := `config.yaml:6: auto_reply.egress_allow: entry "llm.example.com": is the api_base host; agents reach the model only through the node (H3)`
 		if got := parseErr(t, src); got != want {
 			t.Fatalf("Parse error = %q, want %q", got, want)
 		}

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"anet.dev/anet/pkg/reasons"
 )
 
 // maxFileSize bounds what Load reads; a real configuration is a few hundred bytes.
@@ -22,6 +25,9 @@ type Error struct {
 	Line int    // 1-based; 0 when the key is not in the file
 	Key  string // dotted key path; "" for a problem with the document as a whole
 	Msg  string
+	// Code is the rule's reason code when the rule has its own (api_base, egress_allow);
+	// "" is config_invalid.
+	Code reasons.Code
 	bare bool   // Msg already names the key (unknown keys)
 	at   string // key whose line locates the error when it is not Key (a list item)
 }
@@ -50,16 +56,32 @@ func (e *Error) Error() string {
 }
 
 // Load reads the configuration file at path. A missing file is not an error: the node runs
-// on the defaults.
-func Load(path string) (Config, error) {
+// on the defaults. See LoadFile.
+func Load(path string) (Config, error) { return LoadFile(path, false) }
+
+// LoadFile reads the configuration file at path under the file's own rules, the same for
+// every program that reads it: a path the operator named explicitly (--config) must exist;
+// the file must not be writable by other users (CheckFileInfo); then it is parsed and
+// validated. Without explicit, a missing file means the defaults.
+func LoadFile(path string, explicit bool) (Config, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
+		if explicit {
+			return Config{}, missingError(path)
+		}
 		return Default(), nil
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("load config: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Config{}, fmt.Errorf("load config %s: %w", path, err)
+	}
+	if err := CheckFileInfo(path, fi); err != nil {
+		return Config{}, err
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return Config{}, fmt.Errorf("load config %s: %w", path, err)
@@ -68,6 +90,47 @@ func Load(path string) (Config, error) {
 		return Config{}, fmt.Errorf("load config %s: larger than %d bytes", path, maxFileSize)
 	}
 	return Parse(path, data)
+}
+
+// RequireFile refuses an explicitly named config file that does not exist (`anet --config
+// FILE config set` included): a typo in the path must not run the node on the defaults, or
+// write a new file somewhere unexpected.
+func RequireFile(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return missingError(path)
+	}
+	return nil
+}
+
+func missingError(path string) error {
+	return &PermError{Code: ConfigMissing, Path: path,
+		Msg: fmt.Sprintf("config file %s does not exist (a file named with --config must exist; without --config a missing default file means the defaults)", path)}
+}
+
+// CheckFileInfo is the config file's own rule: it decides where a key is sent (api_base) and
+// which hosts sandboxed runs reach (egress_allow), so, like the keys file, it must be a
+// regular file that no other user can change: owned by the current user (or root, for a
+// file under /etc) and not writable by group or others.
+func CheckFileInfo(path string, fi fs.FileInfo) error {
+	bad := func(msg, fix string) error {
+		return &PermError{Code: ConfigFileExposed, Path: path, Msg: "config file " + path + " " + msg, Fix: fix}
+	}
+	if !fi.Mode().IsRegular() {
+		return bad(fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()), "")
+	}
+	uid, err := fileOwner(fi)
+	if err != nil {
+		return fmt.Errorf("check config file %s: %w", path, err)
+	}
+	if uid != os.Getuid() && uid != 0 {
+		return bad(fmt.Sprintf("is owned by uid %d, not by the current user (uid %d) or root", uid, os.Getuid()),
+			fmt.Sprintf("chown %d %s", os.Getuid(), shellQuote(path)))
+	}
+	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+		return bad(fmt.Sprintf("is writable by other users (mode %04o); it decides where keys are sent and which hosts runs reach", perm),
+			"chmod go-w "+shellQuote(path))
+	}
+	return nil
 }
 
 // Parse reads a configuration from data; name is used in error messages. Every problem is

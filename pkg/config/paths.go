@@ -81,6 +81,44 @@ func (p Paths) ControlSocket() string { return filepath.Join(p.RuntimeDir, "cont
 // ControlToken is the control token's path.
 func (p Paths) ControlToken() string { return filepath.Join(p.RuntimeDir, "control.token") }
 
+// RunsDir holds one 0700 directory per run with its endpoint socket, made by anet-egress. It
+// is inside the runtime dir, which no sandbox sees; each run gets only its own socket bound in.
+func (p Paths) RunsDir() string { return filepath.Join(p.RuntimeDir, "runs") }
+
+// RunSocket is the endpoint socket of run id.
+func (p Paths) RunSocket(id string) string { return filepath.Join(p.RunsDir(), id, RunSocketName) }
+
+// RunSocketName is the name of a run's endpoint socket in its run directory.
+const RunSocketName = "endpoint.sock"
+
+// SampleRunID has the form and the length of the run ids the node makes ("r", a UTC time,
+// "-", 16 hex digits); the longest run socket is checked with it at start.
+const SampleRunID = "r20060102T150405-0123456789abcdef"
+
+// MaxSocketPath is sun_path's size minus the terminating NUL.
+const MaxSocketPath = 107
+
+// CheckSocketPath is the one socket-path rule, for the control socket, the run sockets
+// anetd will ask for, and each one anet-egress opens: a unix socket address holds at most
+// 107 bytes, and a longer path fails with a bare EINVAL at the worst moment (a run's start).
+func CheckSocketPath(what, path string) error {
+	if n := len(path); n > MaxSocketPath {
+		return &PermError{Code: SocketPathTooLong, Path: path, Msg: fmt.Sprintf(
+			"%s %s is %d bytes; unix sockets allow at most %d: set XDG_RUNTIME_DIR to a directory at least %d bytes shorter",
+			what, path, n, MaxSocketPath, n-MaxSocketPath)}
+	}
+	return nil
+}
+
+// CheckSocketPaths checks, at start, the longest socket path the node will use: the control
+// socket and a run's endpoint socket (runs dir, run id, socket name).
+func (p Paths) CheckSocketPaths() error {
+	if err := CheckSocketPath("control socket", p.ControlSocket()); err != nil {
+		return err
+	}
+	return CheckSocketPath("run endpoint socket", p.RunSocket(SampleRunID))
+}
+
 // Store is the SQLite store's path.
 func (p Paths) Store() string { return filepath.Join(p.DataDir, "anet.db") }
 
@@ -159,7 +197,7 @@ func Resolve(env func(string) string, configFile string) (Paths, Config, error) 
 		}
 		p.ConfigFile = abs
 	}
-	c, err := Load(p.ConfigFile)
+	c, err := LoadFile(p.ConfigFile, configFile != "")
 	if err != nil {
 		return Paths{}, Config{}, err
 	}

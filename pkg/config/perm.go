@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"anet.dev/anet/pkg/reasons"
 )
@@ -20,6 +21,15 @@ const (
 	// PrivateDirUnsafe: a private directory is a symlink, not a directory, another user's or
 	// open to other users.
 	PrivateDirUnsafe reasons.Code = "private_dir_unsafe"
+	// KeysFileInvalid: the keys file is a symlink, not a regular file, or not a valid map of
+	// provider names to keys.
+	KeysFileInvalid reasons.Code = "keys_file_invalid"
+	// ConfigFileExposed: the config file can be changed by another user.
+	ConfigFileExposed reasons.Code = "config_file_exposed"
+	// ConfigMissing: the config file named with --config does not exist.
+	ConfigMissing reasons.Code = "config_missing"
+	// SocketPathTooLong: a unix socket of the node would not fit in sun_path.
+	SocketPathTooLong reasons.Code = "socket_path_too_long"
 )
 
 // PermError is a refused directory or keys file; Code says which rule, Fix is the command that
@@ -30,6 +40,9 @@ type PermError struct {
 	Msg  string
 	Fix  string
 }
+
+// Reason returns the rule's code.
+func (e *PermError) Reason() reasons.Code { return e.Code }
 
 func (e *PermError) Error() string {
 	if e.Fix == "" {
@@ -77,46 +90,68 @@ func EnsurePrivateDir(path string) error {
 	return nil
 }
 
-// CheckKeysFileMode refuses a keys file that other users can read, like ssh does with a
-// private key. It never opens the file: anetd must not read the keys (only anet-egress does).
-// A missing file is fine (no keys configured); a symlink is followed and its target checked.
-func CheckKeysFileMode(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// OpenKeysFile is the one keys-file rule (F3), for every program that checks the file and
+// for anet-egress, the only one that reads it: the file must not be a symlink (the node would
+// otherwise follow a link it did not make to a file it cannot vouch for), must be a regular
+// file owned by the current user and not accessible by group or others, like an ssh private
+// key. The checks look at the open file's metadata (so nothing can be swapped in between)
+// and nothing is read. A missing file is (nil, nil): no keys configured. The caller closes
+// the file.
+func OpenKeysFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, syscall.ELOOP):
+		target, _ := os.Readlink(path)
+		return nil, &PermError{Code: KeysFileInvalid, Path: path,
+			Msg: fmt.Sprintf("keys file %s is a symlink (to %s); put the file itself there, or set keys_file to the target", path, target)}
+	case err != nil:
+		return nil, fmt.Errorf("open keys file %s: %w", path, err)
 	}
+	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("check keys file %s: %w", path, err)
+		f.Close()
+		return nil, fmt.Errorf("check keys file %s: %w", path, err)
 	}
-	shown := path
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		if fi, err = os.Stat(path); err != nil {
-			return fmt.Errorf("check keys file %s: symlink target: %w", path, err)
-		}
-		if target, err := filepath.EvalSymlinks(path); err == nil {
-			shown = path + " (-> " + target + ")"
-		}
+	if err := checkKeysFileInfo(path, fi); err != nil {
+		f.Close()
+		return nil, err
 	}
-	bad := func(msg, fix string) error {
-		return &PermError{Code: KeysFileExposed, Path: path, Msg: "keys file " + shown + " " + msg, Fix: fix}
+	return f, nil
+}
+
+// CheckKeysFile applies OpenKeysFile's rule without reading a byte: what anetd, the CLI and
+// anet doctor run on the operator's keys file (they must never read it).
+func CheckKeysFile(path string) error {
+	f, err := OpenKeysFile(path)
+	if f != nil {
+		f.Close()
+	}
+	return err
+}
+
+func checkKeysFileInfo(path string, fi fs.FileInfo) error {
+	bad := func(code reasons.Code, msg, fix string) error {
+		return &PermError{Code: code, Path: path, Msg: "keys file " + path + " " + msg, Fix: fix}
 	}
 	if !fi.Mode().IsRegular() {
-		return bad(fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()), "")
+		return bad(KeysFileInvalid, fmt.Sprintf("is not a regular file (%s)", fi.Mode().Type()), "")
 	}
 	uid, err := fileOwner(fi)
 	if err != nil {
 		return fmt.Errorf("check keys file %s: %w", path, err)
 	}
 	if uid != os.Getuid() {
-		return bad(fmt.Sprintf("is owned by uid %d, not by the current user (uid %d)", uid, os.Getuid()),
+		return bad(KeysFileExposed, fmt.Sprintf("is owned by uid %d, not by the current user (uid %d)", uid, os.Getuid()),
 			fmt.Sprintf("chown %d %s", os.Getuid(), shellQuote(path)))
 	}
 	perm := fi.Mode().Perm()
 	switch {
 	case perm&0o044 != 0:
-		return bad(fmt.Sprintf("is readable by others (mode %04o)", perm), "chmod 600 "+shellQuote(path))
+		return bad(KeysFileExposed, fmt.Sprintf("is readable by others (mode %04o)", perm), "chmod 600 "+shellQuote(path))
 	case perm&0o077 != 0:
-		return bad(fmt.Sprintf("is accessible by others (mode %04o)", perm), "chmod 600 "+shellQuote(path))
+		return bad(KeysFileExposed, fmt.Sprintf("is accessible by others (mode %04o)", perm), "chmod 600 "+shellQuote(path))
 	}
 	return nil
 }

@@ -89,17 +89,17 @@ func mkdirMode(t *testing.T, path string, mode os.FileMode) {
 	}
 }
 
-func TestCheckKeysFileMode(t *testing.T) {
+func TestCheckKeysFile(t *testing.T) {
 	t.Run("missing is no keys", func(t *testing.T) {
-		if err := CheckKeysFileMode(filepath.Join(t.TempDir(), "keys.yaml")); err != nil {
-			t.Fatalf("CheckKeysFileMode(missing) = %v, want nil", err)
+		if err := CheckKeysFile(filepath.Join(t.TempDir(), "keys.yaml")); err != nil {
+			t.Fatalf("CheckKeysFile(missing) = %v, want nil", err)
 		}
 	})
 	for _, mode := range []os.FileMode{0o600, 0o400, 0o200, 0o700} {
 		t.Run(fmt.Sprintf("allows %04o", mode), func(t *testing.T) {
 			path := writeKeys(t, mode)
-			if err := CheckKeysFileMode(path); err != nil {
-				t.Fatalf("CheckKeysFileMode(%04o) = %v, want nil", mode, err)
+			if err := CheckKeysFile(path); err != nil {
+				t.Fatalf("CheckKeysFile(%04o) = %v, want nil", mode, err)
 			}
 		})
 	}
@@ -109,10 +109,10 @@ func TestCheckKeysFileMode(t *testing.T) {
 	}{{0o640, "readable"}, {0o644, "readable"}, {0o604, "readable"}, {0o660, "readable"}, {0o620, "accessible"}, {0o602, "accessible"}, {0o601, "accessible"}} {
 		t.Run(fmt.Sprintf("refuses %04o", c.mode), func(t *testing.T) {
 			path := writeKeys(t, c.mode)
-			err := CheckKeysFileMode(path)
+			err := CheckKeysFile(path)
 			want := fmt.Sprintf("keys file %s is %s by others (mode %04o); run chmod 600 %s", path, c.what, c.mode, path)
 			if err == nil || err.Error() != want {
-				t.Fatalf("CheckKeysFileMode(%04o) = %v, want %q", c.mode, err, want)
+				t.Fatalf("CheckKeysFile(%04o) = %v, want %q", c.mode, err, want)
 			}
 			var pe *PermError
 			if !errors.As(err, &pe) || pe.Code != KeysFileExposed {
@@ -120,22 +120,17 @@ func TestCheckKeysFileMode(t *testing.T) {
 			}
 		})
 	}
-	t.Run("symlink target checked", func(t *testing.T) {
-		for _, c := range []struct {
-			mode    os.FileMode
-			refused bool
-		}{{0o600, false}, {0o644, true}} {
-			target := writeKeys(t, c.mode)
+	t.Run("symlink refused whatever its target", func(t *testing.T) {
+		for _, mode := range []os.FileMode{0o600, 0o644} {
+			target := writeKeys(t, mode)
 			link := filepath.Join(t.TempDir(), "keys.yaml")
 			if err := os.Symlink(target, link); err != nil {
 				t.Fatal(err)
 			}
-			err := CheckKeysFileMode(link)
-			if got := err != nil; got != c.refused {
-				t.Fatalf("CheckKeysFileMode(symlink to %04o) = %v, want refused=%v", c.mode, err, c.refused)
-			}
-			if c.refused && !strings.Contains(err.Error(), "(-> "+target+") is readable by others (mode 0644)") {
-				t.Fatalf("error %q does not name the target", err)
+			err := CheckKeysFile(link)
+			var pe *PermError
+			if !errors.As(err, &pe) || pe.Code != KeysFileInvalid || !strings.Contains(err.Error(), "is a symlink (to "+target+")") {
+				t.Fatalf("CheckKeysFile(symlink to %04o) = %v, want keys_file_invalid naming the target", mode, err)
 			}
 		}
 	})
@@ -144,21 +139,21 @@ func TestCheckKeysFileMode(t *testing.T) {
 		if err := os.Symlink("/nonexistent/keys.yaml", link); err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckKeysFileMode(link); err == nil {
-			t.Fatal("CheckKeysFileMode(dangling symlink) = nil, want an error")
+		if err := CheckKeysFile(link); err == nil {
+			t.Fatal("CheckKeysFile(dangling symlink) = nil, want an error")
 		}
 	})
 	t.Run("another user's file refused", func(t *testing.T) {
 		path := writeKeys(t, 0o600)
 		chownOther(t, path)
-		err := CheckKeysFileMode(path)
+		err := CheckKeysFile(path)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("is owned by uid %d, not by the current user", otherUID)) {
-			t.Fatalf("CheckKeysFileMode(other owner) = %v, want the owner refusal", err)
+			t.Fatalf("CheckKeysFile(other owner) = %v, want the owner refusal", err)
 		}
 	})
 	t.Run("directory refused", func(t *testing.T) {
-		if err := CheckKeysFileMode(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
-			t.Fatalf("CheckKeysFileMode(dir) = %v, want not a regular file", err)
+		if err := CheckKeysFile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+			t.Fatalf("CheckKeysFile(dir) = %v, want not a regular file", err)
 		}
 	})
 	t.Run("path needing quotes", func(t *testing.T) {
@@ -169,8 +164,8 @@ func TestCheckKeysFileMode(t *testing.T) {
 		if err := os.Chmod(path, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckKeysFileMode(path); err == nil || !strings.HasSuffix(err.Error(), "run chmod 600 '"+path+"'") {
-			t.Fatalf("CheckKeysFileMode = %v, want a quoted path in the command", err)
+		if err := CheckKeysFile(path); err == nil || !strings.HasSuffix(err.Error(), "run chmod 600 '"+path+"'") {
+			t.Fatalf("CheckKeysFile = %v, want a quoted path in the command", err)
 		}
 	})
 }
@@ -188,7 +183,7 @@ func writeKeys(t *testing.T, mode os.FileMode) string {
 }
 
 func TestReasonCodesRegistered(t *testing.T) {
-	for _, c := range []reasons.Code{ConfigInvalid, KeysFileExposed, PrivateDirUnsafe} {
+	for _, c := range []reasons.Code{ConfigInvalid, KeysFileExposed, KeysFileInvalid, PrivateDirUnsafe} {
 		if e, ok := reasons.Lookup(c); !ok || e.Kind != reasons.KindConfig || e.Text == "" {
 			t.Errorf("reasons.Lookup(%s) = %+v, %v, want a config entry", c, e, ok)
 		}

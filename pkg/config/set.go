@@ -94,8 +94,8 @@ func readForSet(path string) ([]byte, fs.FileMode, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("config set: %w", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("config set: %s is not a regular file", path)
+	if err := CheckFileInfo(path, fi); err != nil {
+		return nil, 0, err
 	}
 	if fi.Size() > maxFileSize {
 		return nil, 0, fmt.Errorf("config set: %s is larger than %d bytes", path, maxFileSize)

@@ -131,8 +131,8 @@ func TestSetFallbackKeepsComments(t *testing.T) {
 func TestSetRefusesBadValues(t *testing.T) {
 	cases := []struct{ name, key, value, want string }{
 		{"enum", "auto_reply.trusted", "maybe", `config.yaml:8: auto_reply.trusted: "maybe" is not allowed (allowed: direct, sandbox, off)`},
-		{"egress wildcard (H2)", "auto_reply.egress_allow", "pypi.org,*.npmjs.org", `auto_reply.egress_allow: entry "*.npmjs.org" wildcards are not allowed; list each host name in full (H2)`},
-		{"egress model host (H3)", "auto_reply.egress_allow", "api.openai.com", `auto_reply.egress_allow: entry "api.openai.com" is a model-service host`},
+		{"egress wildcard (H2)", "auto_reply.egress_allow", "pypi.org,*.npmjs.org", `auto_reply.egress_allow: entry "*.npmjs.org": wildcards are not allowed; list each host name in full (H2)`},
+		{"egress model host (H3)", "auto_reply.egress_allow", "api.openai.com", `auto_reply.egress_allow: entry "api.openai.com": is a model-service host`},
 		{"egress empty item", "auto_reply.egress_allow", "pypi.org,,x.org", "config set auto_reply.egress_allow: entry 2 of the comma-separated list is empty"},
 		{"integer", "auto_reply.sandbox.tasks_max", "lots", `auto_reply.sandbox.tasks_max: expected an integer, got the string "lots"`},
 		{"range", "auto_reply.sandbox.tasks_max", "4", "auto_reply.sandbox.tasks_max: 4 is too small (minimum 8)"},
@@ -141,7 +141,7 @@ func TestSetRefusesBadValues(t *testing.T) {
 		{"unknown key", "auto_reply.trustd", "off", `config set: unknown key "auto_reply.trustd" (known: backend,`},
 		{"section", "auto_reply", "x", "config set auto_reply: this is a section"},
 		{"newline", "auto_reply.model", "a\nb: c", "config set auto_reply.model: the value must be one line"},
-		{"E10", "auto_reply.api_base", "https://llm.example.com", "auto_reply.api_base: agent claude always uses api.anthropic.com"},
+		{"E10", "auto_reply.api_base", "https://llm.example.com", "auto_reply.api_base must be empty or https://api.anthropic.com for the claude agent"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // Validate checks every rule on c: allowed values, ranges, formats and the cross-field rules
@@ -37,14 +39,13 @@ func (c Config) issues() []*Error {
 	add("auto_reply.trusted", oneOf(a.Trusted, trustedModes))
 	add("auto_reply.untrusted", oneOf(a.Untrusted, untrustedModes))
 	add("auto_reply.model", checkModel(a.Model))
-	apiHost := ""
-	if a.APIBase != "" {
-		var err error
-		apiHost, err = checkAPIBase(a.APIBase)
-		add("auto_reply.api_base", err)
-		if err == nil && a.Agent == AgentClaude && apiHost != "api.anthropic.com" && !isLoopbackHost(apiHost) {
-			add("auto_reply.api_base", fmt.Errorf("agent claude always uses api.anthropic.com; a different api_base (host %q) is refused (E10); remove api_base or choose another agent", apiHost))
+	if re := apiBaseProblem(a); re != nil {
+		// The endpoint's own rule and words (pkg/modelproxy/upstream), with its code.
+		msg := reasons.Text(re.Code)
+		if re.Detail != "" {
+			msg += " (" + re.Detail + ")"
 		}
+		errs = append(errs, &Error{Key: "auto_reply.api_base", Msg: msg, Code: re.Code, bare: true})
 	}
 	if a.APITimeout < minAPITimeout || a.APITimeout > maxAPITimeout || a.APITimeout%time.Second != 0 {
 		add("auto_reply.api_timeout_seconds", fmt.Errorf("%s is out of range (allowed: whole seconds, 1 to 86400)", fmtSeconds(a.APITimeout)))
@@ -59,13 +60,14 @@ func (c Config) issues() []*Error {
 			if !errors.As(e, &ee) {
 				continue
 			}
-			msg := fmt.Sprintf("%s (%s)", ee.Msg, ee.Rule)
+			// EgressError's own words, as the CLI and the endpoint print them.
+			msg := strings.TrimPrefix(ee.Error(), "egress_allow: ")
+			msg = strings.TrimPrefix(msg, "egress_allow ")
 			at := ""
 			if ee.Index >= 0 {
-				msg = fmt.Sprintf("entry %q %s", ee.Entry, msg)
 				at = fmt.Sprintf("auto_reply.egress_allow[%d]", ee.Index)
 			}
-			errs = append(errs, &Error{Key: "auto_reply.egress_allow", Msg: msg, at: at})
+			errs = append(errs, &Error{Key: "auto_reply.egress_allow", Msg: msg, at: at, Code: EgressAllowRefused})
 		}
 	}
 	s := a.Sandbox
@@ -84,6 +86,31 @@ func (c Config) issues() []*Error {
 	}
 	add("intake.disk_free_min", atLeast(in.DiskFreeMin, 0, true))
 	return errs
+}
+
+// apiBaseProblem applies the endpoint's api_base rule (E10, E11) to the configuration, for
+// the back-end and agent that will use it: the openai back-end's upstream, and the exec
+// back-end's whenever a run can be sandboxed (direct runs use the operator's own agent
+// settings) or an api_base is set at all. An agent that cannot be sandboxed (cursor) is
+// the agent's problem, and an api_base not set yet is a state (reported by status and per
+// run as no_api_base), not a bad value: `anet autoreply set agent opencode` comes before
+// `anet autoreply set api_base …`.
+func apiBaseProblem(a AutoReply) *reasons.Error {
+	var err error
+	switch {
+	case a.Backend == BackendOpenAI:
+		if a.APIBase == "" {
+			return nil
+		}
+		_, err = upstream.ForCompletion(a.APIBase)
+	case a.Untrusted == ModeSandbox || a.Trusted == ModeSandbox || a.APIBase != "":
+		_, err = upstream.For(string(a.Agent), a.APIBase)
+	}
+	var re *reasons.Error
+	if errors.As(err, &re) && re.Code != reasons.AgentUnsupported && re.Code != reasons.NoAPIBase {
+		return re
+	}
+	return nil
 }
 
 func fmtSeconds(d time.Duration) string {

@@ -11,7 +11,6 @@ import (
 func TestAPIBase(t *testing.T) {
 	good := []string{
 		"https://api.example.com", "https://openrouter.ai/api/v1", "https://llm.example.com:8443/v1/",
-		"http://127.0.0.1:8080/v1", "http://[::1]:9000", "http://localhost:1",
 	}
 	for _, g := range good {
 		t.Run("good "+g, func(t *testing.T) {
@@ -23,12 +22,14 @@ func TestAPIBase(t *testing.T) {
 		})
 	}
 	bad := []struct{ name, in, want string }{
-		{"http remote", "http://api.example.com/v1", "must use https"},
-		{"http private ip", "http://10.0.0.1/v1", "must use https"},
-		{"http 127.0.0.2", "http://127.0.0.2/v1", "must use https"},
-		{"no scheme", "api.example.com", "must be an absolute URL"},
-		{"ftp", "ftp://api.example.com", "must be an absolute URL"},
-		{"no host", "https:///v1", "must be an absolute URL"},
+		// The endpoint's rule (E11): the key is sent to api_base, so https only, loopback too.
+		{"http remote", "http://api.example.com/v1", "must be an absolute https URL"},
+		{"http private ip", "http://10.0.0.1/v1", "must be an absolute https URL"},
+		{"http loopback", "http://127.0.0.1:8080/v1", "must be an absolute https URL"},
+		{"http localhost", "http://localhost:1", "must be an absolute https URL"},
+		{"no scheme", "api.example.com", "must be an absolute https URL"},
+		{"ftp", "ftp://api.example.com", "must be an absolute https URL"},
+		{"no host", "https:///v1", "must be an absolute https URL"},
 		{"user info", "https://user:s3cret-key@api.example.com/v1", "must not contain user info"},
 		{"query", "https://api.example.com/v1?key=s3cret-key", "must not contain a query"},
 		{"empty query", "https://api.example.com/v1?", "must not contain a query"},
@@ -41,8 +42,10 @@ func TestAPIBase(t *testing.T) {
 			c := Default()
 			c.AutoReply.Agent, c.AutoReply.APIBase = AgentOpencode, b.in
 			err := c.Validate()
-			if err == nil || !strings.Contains(err.Error(), "auto_reply.api_base: "+b.want) {
-				t.Fatalf("Validate(api_base=%q) = %v, want %q", b.in, err, b.want)
+			var ce *Error
+			if err == nil || !strings.Contains(err.Error(), "auto_reply.api_base must be an https URL") || !strings.Contains(err.Error(), b.want) ||
+				!errors.As(err, &ce) || ce.Reason() != "api_base_invalid" {
+				t.Fatalf("Validate(api_base=%q) = %v, want api_base_invalid with %q", b.in, err, b.want)
 			}
 			// A pasted key must never be echoed into logs through the error.
 			if strings.Contains(err.Error(), "s3cret") {
@@ -64,7 +67,8 @@ func TestClaudeUpstream(t *testing.T) {
 		{"claude foreign", AgentClaude, "https://llm.example.com/v1", true},
 		{"claude anthropic", AgentClaude, "https://api.anthropic.com", false},
 		{"claude anthropic upper case", AgentClaude, "https://API.Anthropic.com", false},
-		{"claude loopback test upstream", AgentClaude, "http://127.0.0.1:9999", false},
+		{"claude loopback http", AgentClaude, "http://127.0.0.1:9999", true},
+		{"claude anthropic other port", AgentClaude, "https://api.anthropic.com:8443", true},
 		{"claude none", AgentClaude, "", false},
 		{"opencode foreign", AgentOpencode, "https://llm.example.com/v1", false},
 	}
@@ -76,14 +80,14 @@ func TestClaudeUpstream(t *testing.T) {
 			if got := err != nil; got != c.refused {
 				t.Fatalf("Validate(agent=%s, api_base=%q) = %v, want refused=%v", c.agent, c.base, err, c.refused)
 			}
-			if c.refused && !strings.Contains(err.Error(), "auto_reply.api_base: agent claude always uses api.anthropic.com") || c.refused && !strings.Contains(err.Error(), "(E10)") {
-				t.Fatalf("Validate error = %q, want the E10 rule named", err)
+			if c.refused && !strings.Contains(err.Error(), "auto_reply.api_base must be") {
+				t.Fatalf("Validate error = %q, want the api_base rule's sentence", err)
 			}
 		})
 	}
 	t.Run("in file with line", func(t *testing.T) {
 		got := parseErr(t, "auto_reply:\n  agent: claude\n  api_base: https://llm.example.com\n")
-		if !strings.HasPrefix(got, "config.yaml:3: auto_reply.api_base: agent claude") {
+		if !strings.HasPrefix(got, "config.yaml:3: auto_reply.api_base must be empty or https://api.anthropic.com for the claude agent") {
 			t.Fatalf("Parse error = %q, want line 3", got)
 		}
 	})

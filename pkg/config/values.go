@@ -5,7 +5,6 @@ import (
 	"math"
 	"net"
 	"net/netip"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -72,48 +71,6 @@ func FormatDuration(d time.Duration) string {
 		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
 	}
 	return d.String()
-}
-
-// isLoopbackHost reports whether host (without port or brackets) names this machine's
-// loopback, the only place plain http is allowed to (test upstreams).
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && (a == netip.AddrFrom4([4]byte{127, 0, 0, 1}) || a == netip.IPv6Loopback())
-}
-
-// checkAPIBase returns the lower-case host of a valid api_base. Error texts never repeat the
-// URL: a pasted URL may carry a key in its user info or query.
-func checkAPIBase(s string) (string, error) {
-	if hasControl(s) {
-		return "", fmt.Errorf("must be a URL on one line without control characters")
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", fmt.Errorf("is not a valid URL (allowed: https://host[:port][/path])")
-	}
-	switch {
-	case u.Scheme != "https" && u.Scheme != "http", u.Opaque != "", u.Host == "":
-		return "", fmt.Errorf("must be an absolute URL such as https://host/v1 (allowed schemes: https; http only for 127.0.0.1, ::1 or localhost)")
-	case u.User != nil:
-		return "", fmt.Errorf("must not contain user info; keys belong in the keys file")
-	case u.RawQuery != "" || u.ForceQuery:
-		return "", fmt.Errorf("must not contain a query (?...)")
-	case u.Fragment != "" || strings.Contains(s, "#"):
-		return "", fmt.Errorf("must not contain a fragment (#...)")
-	}
-	host := strings.ToLower(u.Hostname())
-	if u.Port() != "" {
-		if p, err := strconv.ParseUint(u.Port(), 10, 16); err != nil || p == 0 {
-			return "", fmt.Errorf("has an invalid port (allowed: 1-65535)")
-		}
-	}
-	if u.Scheme == "http" && !isLoopbackHost(host) {
-		return "", fmt.Errorf("must use https (http only for 127.0.0.1, ::1 or localhost, for tests); host %q", host)
-	}
-	return host, nil
 }
 
 // checkListen validates a listener address: host:port with a port 1-65535 and a host that is

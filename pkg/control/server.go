@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -148,9 +149,9 @@ func peerCred(r *http.Request) (uid, pid int) {
 // a live one means another anetd runs for this user, which is an error.
 func Listen(path string) (net.Listener, error) {
 	// sun_path holds 108 bytes with the terminating NUL; a longer path fails with a bare
-	// EINVAL, so say what is wrong and what to do.
-	if len(path) > 107 {
-		return nil, fmt.Errorf("control socket %s: path is %d bytes, unix sockets allow at most 107; set XDG_RUNTIME_DIR to a shorter directory", path, len(path))
+	// EINVAL, so say what is wrong and what to do (the rule anetd --check applies too).
+	if err := config.CheckSocketPath("control socket", path); err != nil {
+		return nil, err
 	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()

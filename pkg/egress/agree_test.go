@@ -1,15 +1,18 @@
 package egress_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/reasons"
 )
 
-// TestAllowListAgreesWithConfig: the CLI's check (pkg/config) and the endpoint's enforcement
-// copy (pkg/egress) accept and refuse the same entries (H2, H3), so a list the operator could
-// set never makes every run's endpoint fail to start.
+// TestAllowListAgreesWithConfig: the CLI's check (pkg/config) and the endpoint's (pkg/egress)
+// are one rule: they accept and refuse the same entries (H2, H3) in the same words and with
+// the same code, so a list the operator could set never makes every run's endpoint fail.
 func TestAllowListAgreesWithConfig(t *testing.T) {
 	entries := []string{
 		"pypi.org", "files.pythonhosted.org", "xn--mnchen-3ya.de", "a-b.example.com", "x.y.z.example",
@@ -30,6 +33,14 @@ func TestAllowListAgreesWithConfig(t *testing.T) {
 			egErr := egress.ValidateAllowList([]string{e}, []string{apiBase})
 			if (cfgErr == nil) != (egErr == nil) {
 				t.Fatalf("entry %q: config says %v, egress says %v; want the same verdict", e, cfgErr, egErr)
+			}
+			if cfgErr != nil && !strings.Contains(egErr.Error(), cfgErr.Error()) {
+				t.Fatalf("entry %q: egress says %q, config %q; want the same words", e, egErr, cfgErr)
+			}
+			var ce *config.EgressError
+			var re *reasons.Error
+			if cfgErr != nil && (!errors.As(cfgErr, &ce) || ce.Reason() != egress.AllowListRefuse || !errors.As(egErr, &re) || re.Code != egress.AllowListRefuse) {
+				t.Fatalf("entry %q: codes differ: %v / %v", e, cfgErr, egErr)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -12,22 +13,23 @@ import (
 // answer with the body "anet: <text>" (E9); refusals after the 200 can only close the tunnel,
 // so they show up in the log and in Usage.Refusals.
 const (
-	BadConnect      reasons.Code = "egress_bad_connect"
-	BadHost         reasons.Code = "egress_bad_host"
-	HostNotAllowed  reasons.Code = "egress_host_not_allowed"
-	ResolveFailed   reasons.Code = "egress_resolve_failed"
-	AddressRefused  reasons.Code = "egress_address_refused"
-	DialFailed      reasons.Code = "egress_dial_failed"
-	TunnelLimit     reasons.Code = "egress_tunnel_limit"
-	BytesLimit      reasons.Code = "egress_bytes_limit"
-	RunOver         reasons.Code = "egress_run_over"
-	NotTLS          reasons.Code = "egress_not_tls"
-	BadHello        reasons.Code = "egress_bad_hello"
-	HelloTooLarge   reasons.Code = "egress_hello_too_large"
-	HelloTimeout    reasons.Code = "egress_hello_timeout"
-	SNIMismatch     reasons.Code = "egress_sni_mismatch"
-	ECHRefused      reasons.Code = "egress_ech_refused"
-	AllowListRefuse reasons.Code = "egress_allow_entry_refused"
+	BadConnect     reasons.Code = "egress_bad_connect"
+	BadHost        reasons.Code = "egress_bad_host"
+	HostNotAllowed reasons.Code = "egress_host_not_allowed"
+	ResolveFailed  reasons.Code = "egress_resolve_failed"
+	AddressRefused reasons.Code = "egress_address_refused"
+	DialFailed     reasons.Code = "egress_dial_failed"
+	TunnelLimit    reasons.Code = "egress_tunnel_limit"
+	BytesLimit     reasons.Code = "egress_bytes_limit"
+	RunOver        reasons.Code = "egress_run_over"
+	NotTLS         reasons.Code = "egress_not_tls"
+	BadHello       reasons.Code = "egress_bad_hello"
+	HelloTooLarge  reasons.Code = "egress_hello_too_large"
+	HelloTimeout   reasons.Code = "egress_hello_timeout"
+	SNIMismatch    reasons.Code = "egress_sni_mismatch"
+	ECHRefused     reasons.Code = "egress_ech_refused"
+	// AllowListRefuse is config's code: one rule, one code (config.ValidateEgressAllow).
+	AllowListRefuse = config.EgressAllowRefused
 )
 
 func init() {
@@ -43,19 +45,19 @@ func init() {
 		reasons.Entry{Code: SNIMismatch, Kind: reasons.KindRule, Text: "the TLS ClientHello must name exactly one server (SNI) and it must equal the CONNECT host", Requirement: "H6"},
 		reasons.Entry{Code: ECHRefused, Kind: reasons.KindRule, Text: "encrypted ClientHello (ECH) is refused because the node must see the server name; turn ECH off in the client", Requirement: "H6"},
 	)
-	reasons.Register(figureEntries(DefaultLimits(), limits.AllowListEntries)...)
+	reasons.Register(figureEntries(DefaultLimits())...)
 }
 
 // figureEntries are the sentences that state a figure, built from the figures themselves: the
-// run's tunnel limits l (R1), the allow-list cap (H2), the port, header and ClientHello bounds.
-func figureEntries(l Limits, allowEntries int) []reasons.Entry {
+// run's tunnel limits l (R1), the port, header and ClientHello bounds. (The allow-list's
+// sentence, with its cap, is pkg/config's: the one allow-list rule lives there.)
+func figureEntries(l Limits) []reasons.Entry {
 	return []reasons.Entry{
 		{Code: BadConnect, Kind: reasons.KindRule, Text: fmt.Sprintf("a tunnel must be requested as `CONNECT host:%d HTTP/1.1` (or HTTP/1.0; authority form, port %d, no user info, scheme, path, body, Content-Length or Transfer-Encoding, headers under %s)", tunnelPort, tunnelPort, limits.Bytes(maxConnectHeaderBytes)), Requirement: "H4"},
 		{Code: DialFailed, Kind: reasons.KindRule, Text: fmt.Sprintf("the node could not connect to this host on port %d; try again later", tunnelPort), Requirement: "H5"},
 		{Code: TunnelLimit, Kind: reasons.KindRule, Text: fmt.Sprintf("this run has reached its tunnel limit (%d open at once, %d in all); close a tunnel or answer with what you have", l.OpenTunnels, l.TotalTunnels), Requirement: "R1"},
 		{Code: BytesLimit, Kind: reasons.KindRule, Text: fmt.Sprintf("this run has used up its tunnel data (%s sent, %s received); answer with what you have", limits.Bytes(l.SentBytes), limits.Bytes(l.ReceivedBytes)), Requirement: "R1"},
 		{Code: HelloTooLarge, Kind: reasons.KindRule, Text: "the TLS ClientHello sent through the tunnel is larger than " + limits.Bytes(MaxHelloBytes), Requirement: "H6"},
-		{Code: AllowListRefuse, Kind: reasons.KindConfig, Text: fmt.Sprintf("an egress allow-list entry breaks a rule: each entry a full lower-case host name (no wildcard, IP address, port, localhost or local-network suffix), not a model-service host, at most %d entries", allowEntries), Requirement: "H2"},
 	}
 }
 

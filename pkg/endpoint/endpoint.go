@@ -19,20 +19,18 @@ import (
 	"syscall"
 	"time"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/reasons"
 )
 
 // SocketName is the endpoint socket's default name inside the run directory.
-const SocketName = "endpoint.sock"
+const SocketName = config.RunSocketName
 
 // settleWait bounds how long Close waits for the run's model requests to settle; closing the
 // connections ends them, so it is rarely waited for.
 const settleWait = 5 * time.Second
-
-// maxSocketPath is sun_path's size minus the terminating NUL.
-const maxSocketPath = 107
 
 // Options are an endpoint's seams; zero values are the production defaults.
 type Options struct {
@@ -127,8 +125,9 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 		return nil, fmt.Errorf("open endpoint: socket name %q must be a plain file name", name)
 	}
 	sock := filepath.Join(dir, name)
-	if len(sock) > maxSocketPath {
-		return nil, fmt.Errorf("open endpoint: socket path %s is longer than %d bytes", sock, maxSocketPath)
+	// The rule anetd checked at start for the longest run socket, in the same words.
+	if err := config.CheckSocketPath("run endpoint socket", sock); err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
 	}
 	created, err := makeRunDir(dir, name)
 	if err != nil {

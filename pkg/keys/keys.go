@@ -8,8 +8,9 @@
 //	openai: sk-...
 //	custom: ...        # the api_base service used by opencode, hermes and openclaw
 //
-// It must be a regular file owned by the current user and not accessible by group or others
-// (like ssh's private keys); anything else is refused before a byte is read.
+// It must be a regular file (not a symlink) owned by the current user and not accessible by
+// group or others (like ssh's private keys); anything else is refused before a byte is read,
+// by the rule in config.OpenKeysFile that every other program checks too.
 package keys
 
 import (
@@ -18,12 +19,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
-	"syscall"
 
 	"gopkg.in/yaml.v3"
+
+	"anet.dev/anet/pkg/config"
 )
 
 // Providers the node knows. "custom" is the key for the configured api_base.
@@ -74,50 +75,33 @@ func (k Keys) Configured() []string {
 	return out
 }
 
-// ErrPermissions is returned for a keys file that others could read.
-var ErrPermissions = errors.New("keys file permissions")
-
 // Load reads path. A missing file is not an error: the node then has no keys and reports
-// no_api_key where one is needed.
+// no_api_key where one is needed. The file is opened under the one keys-file rule that every
+// other program checks too (config.OpenKeysFile), so what anetd --check, anet doctor and
+// anet config set accept is exactly what is read here; refusals are *config.PermError with
+// the rule's reason code.
 func Load(path string) (Keys, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return Keys{m: map[string]Secret{}}, nil
-	}
+	f, err := config.OpenKeysFile(path)
 	if err != nil {
-		return Keys{}, fmt.Errorf("open keys file %s: %w", path, err)
-	}
-	defer f.Close()
-	if err := CheckFile(f, path); err != nil {
 		return Keys{}, err
 	}
+	if f == nil {
+		return Keys{m: map[string]Secret{}}, nil
+	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return Keys{}, fmt.Errorf("read keys file %s: %w", path, err)
 	}
 	if len(data) > maxFileSize {
-		return Keys{}, fmt.Errorf("keys file %s: larger than %d bytes", path, maxFileSize)
+		return Keys{}, invalid(path, fmt.Sprintf("is larger than %d bytes", maxFileSize))
 	}
 	return parse(path, data)
 }
 
-// CheckFile refuses a keys file that is not a regular file owned by us with mode 0600 or
-// stricter. It looks only at the metadata of the open file.
-func CheckFile(f *os.File, path string) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("stat keys file %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("keys file %s is not a regular file", path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%w: keys file %s is accessible by group or others (mode %04o); run chmod 600 %s", ErrPermissions, path, perm, path)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%w: keys file %s is owned by uid %d, not by the node's user (uid %d)", ErrPermissions, path, st.Uid, os.Getuid())
-	}
-	return nil
+// invalid is a keys file that cannot be read as keys; msg never quotes the file's content.
+func invalid(path, msg string) error {
+	return &config.PermError{Code: config.KeysFileInvalid, Path: path, Msg: "keys file " + path + " " + msg}
 }
 
 func parse(path string, data []byte) (Keys, error) {
@@ -129,14 +113,14 @@ func parse(path string, data []byte) (Keys, error) {
 		}
 		// yaml errors quote the offending text, which could be part of a key: keep only
 		// the line number.
-		return Keys{}, fmt.Errorf("keys file %s: not valid YAML%s", path, yamlLine(err))
+		return Keys{}, invalid(path, "is not valid YAML"+yamlLine(err))
 	}
 	if len(doc.Content) == 0 {
 		return Keys{m: map[string]Secret{}}, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return Keys{}, fmt.Errorf("keys file %s:%d: must be a mapping of provider: key", path, root.Line)
+		return Keys{}, invalid(path, fmt.Sprintf("line %d: must be a mapping of provider: key", root.Line))
 	}
 	m := map[string]Secret{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -148,17 +132,17 @@ func parse(path string, data []byte) (Keys, error) {
 		if !known {
 			// The name is not echoed: a key pasted where a provider name belongs would
 			// otherwise land in the error, and from there in a log.
-			return Keys{}, fmt.Errorf("keys file %s:%d: unknown provider name (known: %s)", path, k.Line, strings.Join(Providers, ", "))
+			return Keys{}, invalid(path, fmt.Sprintf("line %d: unknown provider name (known: %s)", k.Line, strings.Join(Providers, ", ")))
 		}
 		if _, dup := m[k.Value]; dup {
-			return Keys{}, fmt.Errorf("keys file %s:%d: provider %q appears twice", path, k.Line, k.Value)
+			return Keys{}, invalid(path, fmt.Sprintf("line %d: provider %q appears twice", k.Line, k.Value))
 		}
 		if v.Kind != yaml.ScalarNode {
-			return Keys{}, fmt.Errorf("keys file %s:%d: %s: the key must be a string", path, v.Line, k.Value)
+			return Keys{}, invalid(path, fmt.Sprintf("line %d: %s: the key must be a string", v.Line, k.Value))
 		}
 		val := strings.TrimSpace(v.Value)
 		if strings.ContainsAny(val, "\r\n\t ") {
-			return Keys{}, fmt.Errorf("keys file %s:%d: %s: the key contains white space", path, v.Line, k.Value)
+			return Keys{}, invalid(path, fmt.Sprintf("line %d: %s: the key contains white space", v.Line, k.Value))
 		}
 		m[k.Value] = NewSecret(val)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/config"
 )
 
 const secret = "sk-ant-api03-THIS-MUST-NEVER-PRINT"
@@ -48,16 +50,18 @@ func TestLoadRefusesExposedFiles(t *testing.T) {
 	for _, mode := range []os.FileMode{0o640, 0o644, 0o604, 0o660} {
 		t.Run(fmt.Sprintf("%04o", mode), func(t *testing.T) {
 			_, err := Load(write(t, "anthropic: "+secret+"\n", mode))
-			if !errors.Is(err, ErrPermissions) || !strings.Contains(err.Error(), "chmod 600") {
-				t.Fatalf("Load(mode %04o) = %v, want ErrPermissions with the fix", mode, err)
+			var pe *config.PermError
+			if !errors.As(err, &pe) || pe.Code != config.KeysFileExposed || !strings.Contains(err.Error(), "chmod 600") {
+				t.Fatalf("Load(mode %04o) = %v, want keys_file_exposed with the fix", mode, err)
 			}
 		})
 	}
 	target := write(t, "anthropic: "+secret+"\n", 0o600)
 	link := filepath.Join(t.TempDir(), "link.yaml")
 	os.Symlink(target, link)
-	if _, err := Load(link); err == nil {
-		t.Fatal("Load followed a symlink")
+	var pe *config.PermError
+	if _, err := Load(link); !errors.As(err, &pe) || pe.Code != config.KeysFileInvalid || !strings.Contains(err.Error(), "is a symlink") {
+		t.Fatalf("Load(symlink) = %v, want keys_file_invalid naming the symlink", err)
 	}
 }
 

@@ -80,7 +80,12 @@ func (n *Node) status() control.Status {
 			}
 		}
 		if ke, ok := eg.Info["keys_error"].(string); ok {
-			st.Warnings = append(st.Warnings, control.Warning{Code: string(reasons.NoAPIKey), Text: reasons.Text(reasons.NoAPIKey), Detail: ke})
+			// The keys file's own rule and words, as anetd --check and anet doctor say them.
+			code, _ := eg.Info["keys_code"].(string)
+			if code == "" {
+				code = string(reasons.NoAPIKey)
+			}
+			st.Warnings = append(st.Warnings, control.Warning{Code: code, Text: reasons.Text(reasons.Code(code)), Detail: ke})
 		}
 	}
 	sort.Strings(st.ProvidersKeyed)

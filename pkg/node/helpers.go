@@ -71,7 +71,5 @@ func (n *Node) helpers() []*privsep.Supervisor {
 	return []*privsep.Supervisor{n.sandboxd, n.egress}
 }
 
-// endpointsDir holds one 0700 directory per run with its endpoint socket, made by
-// anet-egress. It is inside the runtime dir, which no sandbox sees; each run gets only its
-// own socket bound in.
-func (n *Node) endpointsDir() string { return filepath.Join(n.paths.RuntimeDir, "runs") }
+// endpointsDir holds the runs' endpoint sockets (config.Paths.RunsDir).
+func (n *Node) endpointsDir() string { return n.paths.RunsDir() }

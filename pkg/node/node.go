@@ -21,6 +21,7 @@ import (
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/identity"
 	"anet.dev/anet/pkg/peer"
+	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/store"
 )
@@ -62,17 +63,11 @@ type Node struct {
 }
 
 // Load reads the configuration and checks everything that must be right before anything
-// starts. Errors name the file, line and key.
+// starts (pkg/preflight): the config file, the socket paths and the keys file, by the same
+// functions `anet doctor`, `anet config set` and the helpers use. Errors name the file, line
+// and key, and carry the rule's reason code.
 func Load(o Options) (config.Paths, config.Config, error) {
-	p, c, err := config.Resolve(o.Env, o.ConfigPath)
-	if err != nil {
-		return config.Paths{}, config.Config{}, err
-	}
-	// anetd never reads the keys file, but it refuses to run with one that others can read.
-	if err := config.CheckKeysFileMode(p.KeysFile); err != nil {
-		return config.Paths{}, config.Config{}, err
-	}
-	return p, c, nil
+	return preflight.Run(context.Background(), preflight.Options{Env: o.Env, ConfigPath: o.ConfigPath, HelperDir: o.HelperDir})
 }
 
 // Run starts the node with what Load returned and blocks until ctx ends or SIGTERM/SIGINT

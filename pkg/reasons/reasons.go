@@ -5,8 +5,10 @@
 package reasons
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -189,4 +191,28 @@ func Clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// CodeOf returns the reason code err carries: from a *Error, or from an error with a
+// Reason() Code method (the configuration and file rules); "" when it carries none.
+func CodeOf(err error) Code {
+	var r interface{ Reason() Code }
+	if errors.As(err, &r) {
+		return r.Reason()
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// Message is err's text without a leading "code: " of the code it carries, for a program
+// that prints the code on a line of its own: each reason is said once.
+func Message(err error) string {
+	msg := err.Error()
+	if c := CodeOf(err); c != "" {
+		msg = strings.TrimPrefix(msg, string(c)+": ")
+	}
+	return msg
 }

@@ -14,6 +14,7 @@ import (
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -49,12 +50,7 @@ func (s *Service) handleComplete(ctx context.Context, req *privsep.Request) (pri
 }
 
 func (s *Service) complete(ctx context.Context, in completion.Request) (completion.Reply, error) {
-	// codex's upstream is api.openai.com; a custom service is reached as opencode's is.
-	agent := "codex"
-	if in.APIBase != "" {
-		agent = "opencode"
-	}
-	up, err := modelproxy.UpstreamFor(agent, in.APIBase)
+	up, err := upstream.ForCompletion(in.APIBase)
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}

@@ -1,0 +1,141 @@
+// Package preflight is the one place where the rules that decide whether the node can run are
+// applied before it runs, so that `anetd --check`, anetd's start (and reload), `anet config
+// set` and `anet doctor` give the same verdict, in the same words and with the same code, as
+// the helper that enforces the rule later:
+//
+//   - the config file: an explicit --config must exist; the file must not be writable by
+//     others; it must parse and validate, with the endpoint's own api_base rule and the one
+//     egress allow-list rule (pkg/config, pkg/modelproxy/upstream);
+//   - the socket paths: the control socket and the longest run socket must fit in a unix
+//     socket address (config.CheckSocketPath, which anet-egress applies to each run);
+//   - the keys file: owner, mode, no symlink (config.OpenKeysFile) and its content, which
+//     only anet-egress may read, so the verdict is anet-egress's own: `anet-egress
+//     check-keys` runs keys.Load, the function the serving helper uses.
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/helperpath"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// Options say where the node's files are.
+type Options struct {
+	// Env reads the environment (the XDG variables); nil is no variable set.
+	Env func(string) string
+	// ConfigPath is an explicit --config; "" is the default path, which may be missing.
+	ConfigPath string
+	// HelperDir is an explicit --helper-dir; "" searches as anetd does (pkg/helperpath).
+	HelperDir string
+}
+
+// Result is one rule's verdict.
+type Result struct {
+	// Name says what was checked: "config", "socket paths", "keys file".
+	Name string
+	// Requirement is the id the rule enforces.
+	Requirement string
+	Err         error
+}
+
+// Check applies every rule and returns each verdict, in order; rules that need the
+// configuration are skipped (and not reported) when it cannot be read.
+func Check(ctx context.Context, o Options) (config.Paths, config.Config, []Result) {
+	env := o.Env
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	p, c, err := config.Resolve(env, o.ConfigPath)
+	out := []Result{{Name: "config", Requirement: "C4", Err: err}}
+	if err != nil {
+		return p, c, out
+	}
+	out = append(out, Result{Name: "socket paths", Requirement: "C4", Err: p.CheckSocketPaths()})
+	out = append(out, Result{Name: "keys file", Requirement: "F3", Err: Keys(ctx, o.HelperDir, p.KeysFile)})
+	return p, c, out
+}
+
+// Run applies every rule and returns the first refusal.
+func Run(ctx context.Context, o Options) (config.Paths, config.Config, error) {
+	p, c, results := Check(ctx, o)
+	for _, r := range results {
+		if r.Err != nil {
+			return config.Paths{}, config.Config{}, r.Err
+		}
+	}
+	return p, c, nil
+}
+
+// KeysVerdict is `anet-egress check-keys --json`: the keys file's verdict by the function the
+// serving helper reads it with. It names providers, never a key.
+type KeysVerdict struct {
+	OK        bool         `json:"ok"`
+	Code      reasons.Code `json:"code,omitempty"`
+	Message   string       `json:"message,omitempty"`
+	Providers []string     `json:"providers_with_key"`
+}
+
+// VerdictOf is the verdict for the result of keys.Load.
+func VerdictOf(providers []string, err error) KeysVerdict {
+	if err == nil {
+		return KeysVerdict{OK: true, Providers: providers}
+	}
+	v := KeysVerdict{Code: config.KeysFileInvalid, Message: err.Error(), Providers: []string{}}
+	var c interface{ Reason() reasons.Code }
+	if errors.As(err, &c) {
+		v.Code = c.Reason()
+	}
+	return v
+}
+
+// Err is the verdict as an error with its code and exactly anet-egress's words.
+func (v KeysVerdict) Err() error {
+	if v.OK {
+		return nil
+	}
+	return &config.PermError{Code: v.Code, Msg: v.Message}
+}
+
+// keysTimeout bounds the helper's check; it reads one small file.
+const keysTimeout = 30 * time.Second
+
+// Keys asks anet-egress for the keys file's verdict. anetd and the CLI never read the file
+// (only anet-egress holds keys), so they run the helper's own check, with the same clean
+// environment anetd starts it with, rather than a copy of it.
+func Keys(ctx context.Context, helperDir, keysPath string) error {
+	v, err := KeysCheck(ctx, helperDir, keysPath)
+	if err != nil {
+		return err
+	}
+	return v.Err()
+}
+
+// KeysCheck runs `anet-egress check-keys` on keysPath and returns its verdict.
+func KeysCheck(ctx context.Context, helperDir, keysPath string) (KeysVerdict, error) {
+	dir, err := helperpath.ForThisProgram(helperDir)
+	if err != nil {
+		return KeysVerdict{}, fmt.Errorf("check keys file: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, keysTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, helperpath.Egress), "check-keys", "--json", "--keys", keysPath)
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	runErr := cmd.Run()
+	var v KeysVerdict
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		return KeysVerdict{}, fmt.Errorf("check keys file with %s: %v: %s", cmd.Path, runErr, strings.TrimSpace(errb.String()))
+	}
+	return v, nil
+}
