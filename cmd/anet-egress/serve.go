@@ -9,7 +9,6 @@ import (
 
 	"anet.dev/anet/pkg/endpoint/service"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 )
 
@@ -26,26 +25,16 @@ func serveCommand() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			log := newLogger()
-			// The keys are read once, here, and stay in this process. anetd only ever
-			// learns which providers have one.
-			k, err := keys.Load(c.String("keys"))
-			keysErr := preflight.VerdictOf(nil, err)
-			if err != nil {
-				// Keep serving so anetd can show the reason; endpoints refuse to open with
-				// no_api_key until the file is fixed and the helper restarted.
-				log.Error("keys file refused", "err", err, "code", string(keysErr.Code))
-			}
-			s := service.New(k, c.String("runs-dir"), c.String("models"), log)
+			// The keys are read here (at start and on each reload) and stay in this
+			// process. anetd only ever learns which providers have one.
+			s := service.New(keys.Keys{}, c.String("runs-dir"), c.String("models"), log)
+			// Keep serving whatever the keys file holds, so anetd can show the reason;
+			// endpoints refuse to open with no_api_key until the file is fixed and reloaded.
+			s.LoadKeys(c.String("keys"))
 			if err := s.MakeRunsDir(); err != nil {
 				return err
 			}
-			info := func() map[string]any {
-				m := map[string]any{"providers_with_key": k.Configured()}
-				if !keysErr.OK {
-					m["keys_error"], m["keys_code"] = keysErr.Message, string(keysErr.Code)
-				}
-				return m
-			}
+			info := s.KeysInfo
 			handlers := s.Handlers()
 			handlers[privsep.MethodStatus] = func(context.Context, *privsep.Request) (privsep.Reply, error) {
 				st := info()
@@ -53,7 +42,7 @@ func serveCommand() *cli.Command {
 				st["endpoints_open"] = s.Count()
 				return privsep.Reply{Body: st}, nil
 			}
-			err = privsep.ServeHelper(c.Context, "egress", handlers, info, log)
+			err := privsep.ServeHelper(c.Context, "egress", handlers, info, log)
 			// EOF of fd 3 or a signal: every endpoint closes with the helper, and with it every
 			// tunnel and model request of every run.
 			s.CloseAll()

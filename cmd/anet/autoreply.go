@@ -74,7 +74,7 @@ func autoReplyCommand() *cli.Command {
 				ArgsUsage: "KEY VALUE",
 				Description: "Keys: " + strings.Join(autoReplyKeys, ", ") + ".\n" +
 					"--egress-allow a,b replaces the allowed hosts; \"\" removes all. Adding a host needs\n" +
-					"confirmation at a terminal (H1); removing does not. Restart anetd to apply.",
+					"confirmation at a terminal (H1); removing does not. A running anetd applies it at once.",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "egress-allow", Usage: "comma-separated `HOSTS` a sandboxed run may reach through CONNECT (\"\" for none)"},
 					&cli.BoolFlag{Name: "yes", Usage: "with --egress-allow at a terminal: do not ask (adding hosts still needs a terminal)"},

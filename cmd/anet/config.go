@@ -71,8 +71,7 @@ func setKey(c *cli.Context, key, value string) error {
 	if err := config.SetWith(path, key, value, check); err != nil {
 		return err
 	}
-	fmt.Printf("%s = %s written to %s; restart anetd to apply\n", key, value, path)
-	return nil
+	return applyToRunning(c, key+" = "+value, path)
 }
 
 func configCommand() *cli.Command {

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/termsafe"
 )
@@ -41,7 +39,8 @@ func main() {
 // agent's words, so it goes through termsafe (U1).
 func printError(w io.Writer, err error) {
 	msg := err.Error()
-	code := reasonOf(err)
+	// anetd's answer's code, or that of a rule checked here (a config or keys-file refusal).
+	code := reasons.CodeOf(err)
 	if code != "" {
 		msg = strings.TrimPrefix(msg, string(code)+": ")
 	}
@@ -51,22 +50,13 @@ func printError(w io.Writer, err error) {
 	}
 }
 
-// reasonOf is the reason code an error carries: from anetd's answer, or from a rule checked
-// here (a config or keys-file refusal).
-func reasonOf(err error) reasons.Code {
-	var re *control.RemoteError
-	if errors.As(err, &re) {
-		return re.Code
-	}
-	return reasons.CodeOf(err)
-}
-
 func commands() []*cli.Command {
 	return []*cli.Command{
 		statusCommand(),
 		doctorCommand(),
 		evidenceCommand(),
 		configCommand(),
+		reloadCommand(),
 		// Peer transport commands.
 		peerCommand(),
 		trustCommand(),

@@ -75,9 +75,9 @@ _anet() {
     local opts=""
     case $cmd in
     "")
-        opts="status doctor evidence config peer trust send inbox show reply autoreply --config --help -h --version -v"
+        opts="status doctor evidence config reload peer trust send inbox show reply autoreply --config --help -h --version -v"
         ;;
-    status)
+    status | reload)
         opts="--json --help -h"
         ;;
     doctor)
@@ -105,7 +105,7 @@ _anet() {
         opts="--json --state --help -h"
         ;;
     show)
-        opts="--json --help -h"
+        opts="--json --peer --help -h"
         ;;
     reply)
         opts="--peer --help -h"
@@ -126,7 +126,7 @@ _anet() {
             elif ((${#args[@]} == 1)); then
                 opts=$(_anet_config_values "${args[0]}")
             fi
-            opts+=" --help -h"
+            opts+=" --yes --help -h"
             ;;
         esac
         ;;

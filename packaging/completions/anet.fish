@@ -2,7 +2,7 @@
 # /usr/share/fish/vendor_completions.d/. Keep in step with cmd/anet: the packaging test
 # fails when a command or flag of `anet --help` is missing here.
 
-set -l anet_commands status doctor evidence config peer trust send inbox show reply autoreply
+set -l anet_commands status doctor evidence config reload peer trust send inbox show reply autoreply
 set -l anet_autoreply_keys backend agent trusted untrusted model api_base api_timeout_seconds \
     work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day \
     sandbox.spend_per_day sandbox.spend_per_peer_per_day sandbox.memory_max sandbox.tasks_max sandbox.disk_max
@@ -56,6 +56,7 @@ complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a status -
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a doctor -d 'check the host and the node'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a evidence -d 'the signed, hash-linked evidence chain'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a config -d 'show, get or set configuration keys'
+complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a reload -d 'make the running anetd read its config and keys again'
 
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a peer -d 'the nodes this node can send tasks to'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a trust -d 'the peers whose tasks are trusted'
@@ -65,7 +66,7 @@ complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a show -d 
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a reply -d 'answer a task in the inbox by hand'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a autoreply -d 'test, show or set the auto-reply policy'
 
-complete -c anet -n "__fish_seen_subcommand_from status" -l json -d 'print JSON for scripts'
+complete -c anet -n "__fish_seen_subcommand_from status reload" -l json -d 'print JSON for scripts'
 
 set -l list_subs add remove list
 complete -c anet -n "__fish_seen_subcommand_from peer trust; and not __fish_seen_subcommand_from $list_subs" -a add -d 'add'
@@ -78,6 +79,7 @@ complete -c anet -n "__fish_seen_subcommand_from send" -l json -d 'print JSON fo
 complete -c anet -n "__fish_seen_subcommand_from inbox" -l json -d 'print JSON for scripts'
 complete -c anet -n "__fish_seen_subcommand_from inbox" -l state -x -a 'new answered refused' -d 'only tasks in this state'
 complete -c anet -n "__fish_seen_subcommand_from show; and not __fish_seen_subcommand_from config evidence autoreply" -l json -d 'print JSON for scripts'
+complete -c anet -n "__fish_seen_subcommand_from show; and not __fish_seen_subcommand_from config evidence autoreply" -l peer -x -d "the peer's aid, when two peers used the same id"
 complete -c anet -n "__fish_seen_subcommand_from reply" -l peer -x -d "the requester's aid"
 
 complete -c anet -n "__fish_seen_subcommand_from doctor" -l json -d 'print JSON for scripts'
@@ -100,6 +102,7 @@ complete -c anet -n "__fish_seen_subcommand_from config; and not __fish_seen_sub
 complete -c anet -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and test (__anet_args_after get) -eq 0" -a "$anet_config_keys" -d 'key'
 complete -c anet -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and test (__anet_args_after set) -eq 0" -a "$anet_config_keys" -d 'key'
 complete -c anet -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and test (__anet_args_after set) -eq 1" -a "(__anet_config_values)"
+complete -c anet -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from set" -l yes -d 'adding egress hosts at a terminal: do not ask'
 
 set -l autoreply_subs test show set
 complete -c anet -n "__fish_seen_subcommand_from autoreply; and not __fish_seen_subcommand_from $autoreply_subs" -a test -d 'run a fixed task through the configured path'

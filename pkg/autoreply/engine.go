@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"anet.dev/anet/pkg/autoreply/completion"
@@ -76,12 +77,48 @@ type Engine struct {
 	o     Options
 	sched *Scheduler
 	log   *slog.Logger
+	// settings are the auto_reply section and work root in force for turns that start now;
+	// a turn takes them once, at its start, and keeps them to its end (U3).
+	settings atomic.Pointer[Settings]
 
 	mu     sync.Mutex // guards the fields that follow
 	active map[string]ActiveRun
 	probe  *sandbox.ProbeResult
 	probed time.Time
 	events map[reasons.Code]*Event
+}
+
+// Settings are what a reload can change: the auto_reply section and the unsandboxed work
+// root (auto_reply.work_dir).
+type Settings struct {
+	Config     config.AutoReply
+	DirectWork string
+}
+
+// current returns the settings for a turn that starts now.
+func (e *Engine) current() *Settings { return e.settings.Load() }
+
+// Reload makes s the settings of every turn that starts from now on; turns in flight keep the
+// ones they started with (U3). s is validated first; an invalid one changes nothing.
+func (e *Engine) Reload(s Settings) error {
+	full := config.Default()
+	full.AutoReply = s.Config
+	if err := full.Validate(); err != nil {
+		return fmt.Errorf("auto-reply engine: %w", err)
+	}
+	if s.DirectWork == "" {
+		s.DirectWork = e.current().DirectWork
+	}
+	e.settings.Store(&s)
+	e.sched.SetLimits(schedulerLimits(s.Config))
+	return nil
+}
+
+// schedulerLimits are the budget figures of c (B2, K2).
+func schedulerLimits(c config.AutoReply) Limits {
+	sb := c.Sandbox
+	return Limits{PerDay: sb.RunsPerDay, PerPeer: sb.RunsPerPeerPerDay,
+		Spend: &SpendCaps{PerDay: sb.SpendPerDay, PerPeer: sb.SpendPerPeerPerDay}}
 }
 
 // ActiveRun is a turn in progress, for status.
@@ -124,9 +161,8 @@ func New(o Options) (*Engine, error) {
 		return nil, fmt.Errorf("auto-reply engine: %w", err)
 	}
 	e := &Engine{o: o, log: o.Log.With("component", "autoreply"), active: map[string]ActiveRun{}, events: map[reasons.Code]*Event{}}
-	sb := o.Config.Sandbox
-	e.sched = NewScheduler(Limits{PerDay: sb.RunsPerDay, PerPeer: sb.RunsPerPeerPerDay,
-		Spend: &SpendCaps{PerDay: sb.SpendPerDay, PerPeer: sb.SpendPerPeerPerDay}}, o.Ledger, o.Now)
+	e.settings.Store(&Settings{Config: o.Config, DirectWork: o.Dirs.DirectWork})
+	e.sched = NewScheduler(schedulerLimits(o.Config), o.Ledger, o.Now)
 	return e, nil
 }
 
@@ -136,7 +172,8 @@ func (e *Engine) HandleTask(ctx context.Context, t peer.Task, r peer.Responder) 
 	if e.o.Ready != nil {
 		e.o.Ready(ctx)
 	}
-	d := Decide(e.o.Config, t.Trusted)
+	set := e.current()
+	d := Decide(set.Config, t.Trusted)
 	log := e.log.With("peer", t.Peer, "interaction", t.Interaction, "route", d.Route, "trusted", t.Trusted)
 	switch d.Route {
 	case RouteOff:
@@ -154,7 +191,7 @@ func (e *Engine) HandleTask(ctx context.Context, t peer.Task, r peer.Responder) 
 		}
 		defer ticket.Release()
 	}
-	e.turn(ctx, log, t, r, d, ticket.Allowance())
+	e.turn(ctx, log, t, r, d, set, ticket.Allowance())
 }
 
 // admit waits for a slot and budget; false means the task was refused, held or ctx ended.

@@ -28,8 +28,8 @@ const SandboxPort = 8080
 // execTurn runs the configured agent for t: in the sandbox (route sandbox) or as the
 // operator (route direct). started is called right before the agent starts. A sandboxed run's
 // endpoint holds it to allowance (K2; nil: no allowance).
-func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, route Route, allowance *money.Micros, started func(), tr tracer) outcome {
-	c := e.o.Config
+func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, route Route, set *Settings, allowance *money.Micros, started func(), tr tracer) outcome {
+	c := set.Config
 	sandboxed := route == RouteSandbox
 	stage := "agent"
 	fail := func(code reasons.Code, detail string) outcome {
@@ -56,7 +56,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 		return fail(reasons.BadRequest, "work dir: "+err.Error())
 	}
 	rs := sandbox.Spec{
-		ID: run, Mode: sandbox.ModeDirect, RunRoot: e.o.Dirs.RunRoot, WorkRoot: e.o.Dirs.DirectWork, WorkSub: sub,
+		ID: run, Mode: sandbox.ModeDirect, RunRoot: e.o.Dirs.RunRoot, WorkRoot: set.DirectWork, WorkSub: sub,
 		Limits: sandbox.Limits{WallClock: c.APITimeout, Memory: c.Sandbox.MemoryMax, Tasks: int64(c.Sandbox.TasksMax), Disk: c.Sandbox.DiskMax},
 	}
 	params := agents.Params{Agent: agents.Agent(c.Agent), Task: t.Text, Sandboxed: sandboxed}

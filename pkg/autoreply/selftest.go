@@ -41,10 +41,11 @@ var stageRequirement = map[string]string{"probe": "S7", "model_call": "E1", "ans
 // entry in the chain.
 func (e *Engine) Test(ctx context.Context) TestReport {
 	rep := TestReport{Report: check.Report{Checks: []check.Check{}}}
-	d := Decide(e.o.Config, false)
+	set := e.current()
+	d := Decide(set.Config, false)
 	if d.Route == RouteOff {
 		rep.Trusted = true
-		d = Decide(e.o.Config, true)
+		d = Decide(set.Config, true)
 	}
 	rep.Route = d.Route
 	tr := tracer(func(stage string, code reasons.Code, detail string) {
@@ -71,14 +72,14 @@ func (e *Engine) Test(ctx context.Context) TestReport {
 	// its spend is not part of the day's.
 	var allowance *money.Micros
 	if d.Counted {
-		a := e.o.Config.Sandbox.SpendPerPeerPerDay
+		a := set.Config.Sandbox.SpendPerPeerPerDay
 		allowance = &a
 	}
 	var out outcome
 	if d.Route == RouteOpenAI {
-		out = e.openaiTurn(ctx, log, run, t, allowance, func() {}, tr)
+		out = e.openaiTurn(ctx, log, run, t, set, allowance, func() {}, tr)
 	} else {
-		out = e.execTurn(ctx, log, run, t, d.Route, allowance, func() {}, tr)
+		out = e.execTurn(ctx, log, run, t, d.Route, set, allowance, func() {}, tr)
 		if d.Route == RouteSandbox && out.ran {
 			tr.modelCall(out)
 		}

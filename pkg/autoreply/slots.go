@@ -61,11 +61,11 @@ type Counter interface {
 // Scheduler admits untrusted turns: budget first (B2–B5), then a slot (B6). One mutex
 // covers both so two tasks cannot both take the last run of the day.
 type Scheduler struct {
-	limits  Limits
 	counter Counter
 	now     func() time.Time
 
 	mu      sync.Mutex // guards the fields that follow
+	limits  Limits     // changed by a reload (U3); runs already admitted keep their tickets
 	active  map[string]int
 	total   int
 	changed chan struct{} // closed and replaced when a run ends
@@ -123,6 +123,15 @@ func (t *Ticket) Release() {
 	})
 }
 
+// SetLimits changes the budget for the tasks admitted from now on (a reload, U3).
+func (s *Scheduler) SetLimits(l Limits) {
+	s.mu.Lock()
+	s.limits = l
+	close(s.changed) // waiting tasks look again under the new limits
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
 // Changed returns a channel closed when a run ends.
 func (s *Scheduler) Changed() <-chan struct{} {
 	s.mu.Lock()
@@ -134,6 +143,8 @@ func (s *Scheduler) Changed() <-chan struct{} {
 // money are checked alike (B2–B5, K2): spent today (from the chain) at or over a cap refuses;
 // spent plus in flight at a cap waits, since runs in flight may yet end uncounted or cheaper.
 func (s *Scheduler) Admit(ctx context.Context, peer string) (*Ticket, Verdict, time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.limits.PerDay <= 0 || s.limits.PerPeer <= 0 {
 		return nil, Hold, time.Time{}, nil
 	}
@@ -141,8 +152,6 @@ func (s *Scheduler) Admit(ctx context.Context, peer string) (*Ticket, Verdict, t
 	if caps != nil && (caps.PerDay <= 0 || caps.PerPeer <= 0) {
 		return nil, HoldSpend, time.Time{}, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	start, end := DayBounds(s.now())
 	all, err := s.counter.Counted(ctx, "", start, end)
 	if err != nil {
@@ -229,10 +238,13 @@ func (s *Scheduler) Usage(ctx context.Context) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
+	s.mu.Lock()
+	limits := s.limits
+	s.mu.Unlock()
 	var byPeer map[string]money.Micros
 	if ps, ok := s.counter.(interface {
 		SpentByPeer(ctx context.Context, from, to time.Time) (map[string]money.Micros, error)
-	}); ok && s.limits.Spend != nil {
+	}); ok && limits.Spend != nil {
 		if byPeer, err = ps.SpentByPeer(ctx, start, end); err != nil {
 			return Usage{}, err
 		}
@@ -242,12 +254,12 @@ func (s *Scheduler) Usage(ctx context.Context) (Usage, error) {
 	reserved := s.reserved
 	reservedPeer := maps.Clone(s.reservedPeer)
 	s.mu.Unlock()
-	left := s.limits.PerDay - n - inflight
+	left := limits.PerDay - n - inflight
 	if left < 0 {
 		left = 0
 	}
-	u := Usage{RunsToday: n, InFlight: inflight, Left: left, DayStart: start, DayEnds: end, Limits: s.limits}
-	if caps := s.limits.Spend; caps != nil {
+	u := Usage{RunsToday: n, InFlight: inflight, Left: left, DayStart: start, DayEnds: end, Limits: limits}
+	if caps := limits.Spend; caps != nil {
 		u.Spend = spendUsage(*caps, byPeer, reserved, reservedPeer)
 	}
 	return u, nil

@@ -39,7 +39,7 @@ func (e *Engine) noteLimits(l sandbox.CgroupLimits) {
 
 // usesSandbox reports whether any turn can need the sandbox.
 func (e *Engine) usesSandbox() bool {
-	c := e.o.Config
+	c := e.current().Config
 	return c.Backend == config.BackendExec && (c.Untrusted == config.ModeSandbox || c.Trusted == config.ModeSandbox)
 }
 
@@ -83,7 +83,7 @@ type Status struct {
 
 // Status snapshots the engine.
 func (e *Engine) Status(ctx context.Context) (Status, error) {
-	c := e.o.Config
+	c := e.current().Config
 	st := Status{Backend: string(c.Backend), Agent: string(c.Agent), Trusted: string(c.Trusted), Untrusted: string(c.Untrusted), Active: []ActiveRun{}, Events: []Event{}}
 	u, err := e.sched.Usage(ctx)
 	if err != nil {

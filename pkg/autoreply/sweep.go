@@ -15,7 +15,8 @@ const SweepInterval = time.Hour
 // every SweepInterval until ctx ends.
 func (e *Engine) SweepWork(ctx context.Context) {
 	for {
-		sweepWork([]string{e.o.Dirs.SandboxWork, e.o.Dirs.DirectWork}, e.o.Config.WorkRetention, e.o.Now(), e.log)
+		set := e.current()
+		sweepWork([]string{e.o.Dirs.SandboxWork, set.DirectWork}, set.Config.WorkRetention, e.o.Now(), e.log)
 		select {
 		case <-ctx.Done():
 			return

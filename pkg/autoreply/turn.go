@@ -51,23 +51,23 @@ func (tr tracer) fail(stage string, code reasons.Code, detail string) {
 
 // turn runs one admitted task through its back-end and answers it. allowance is what the run
 // may spend on the model (K2); nil for turns without spend caps (trusted peers).
-func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer.Responder, d Decision, allowance *money.Micros) {
+func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer.Responder, d Decision, set *Settings, allowance *money.Micros) {
 	run := newRunID()
 	log = log.With("run", run)
 	e.setActive(ActiveRun{Run: run, Peer: t.Peer, Interaction: t.Interaction, Route: d.Route, Started: e.o.Now().UTC()})
 	defer e.clearActive(run)
 
 	started := func() {
-		if err := e.o.Ledger.Started(ctx, t.Peer, t.Interaction, map[string]any{"run": run, "route": d.Route, "counted": d.Counted, "agent": e.o.Config.Agent}); err != nil {
+		if err := e.o.Ledger.Started(ctx, t.Peer, t.Interaction, map[string]any{"run": run, "route": d.Route, "counted": d.Counted, "agent": set.Config.Agent}); err != nil {
 			log.Error("evidence: turn_started", "err", err)
 		}
 	}
 	var out outcome
 	switch d.Route {
 	case RouteSandbox, RouteDirect:
-		out = e.execTurn(ctx, log, run, t, d.Route, allowance, started, nil)
+		out = e.execTurn(ctx, log, run, t, d.Route, set, allowance, started, nil)
 	case RouteOpenAI:
-		out = e.openaiTurn(ctx, log, run, t, allowance, started, nil)
+		out = e.openaiTurn(ctx, log, run, t, set, allowance, started, nil)
 	}
 	if ctx.Err() != nil {
 		// anetd is stopping: the run was ended with it. No completion entry, so it is not

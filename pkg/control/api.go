@@ -29,6 +29,26 @@ type Status struct {
 	Budget         Budget           `json:"budget"`
 	// AutoReply is the auto-reply engine's state; Compiled is false in a noautoreply build.
 	AutoReply AutoReplyStatus `json:"auto_reply"`
+	// Reload is the last reload since start (U3); absent when there was none.
+	Reload *ReloadState `json:"reload,omitempty"`
+}
+
+// ReloadState is the outcome of the last reload (SIGHUP, anet reload, a config change by
+// the CLI). A refused one left the settings that were in force.
+type ReloadState struct {
+	At    time.Time `json:"at"`
+	OK    bool      `json:"ok"`
+	Code  string    `json:"code,omitempty"`
+	Error string    `json:"error,omitempty"`
+}
+
+// ReloadAnswer is the answer to POST /v1/reload (`anet reload`): the new settings are in
+// force for every run that starts from now on, except those in RestartNeeded (read, but only
+// a restart applies them).
+type ReloadAnswer struct {
+	OK            bool     `json:"ok"`
+	ConfigPath    string   `json:"config_path"`
+	RestartNeeded []string `json:"restart_needed"`
 }
 
 // Budget is the day's run budget for untrusted peers (B1–B5).

@@ -41,6 +41,9 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string { return e.Message }
 
+// Reason is the code anetd gave.
+func (e *RemoteError) Reason() reasons.Code { return e.Code }
+
 // Do sends a request with an optional JSON body and decodes the JSON answer into out.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader

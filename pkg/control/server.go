@@ -73,11 +73,11 @@ func BadRequestError(format string, args ...any) error {
 func writeError(w http.ResponseWriter, err error) {
 	var body ErrorBody
 	status := http.StatusInternalServerError
-	var re *reasons.Error
-	if errors.As(err, &re) {
-		body.Error.Code = re.Code
-		body.Error.Message = re.Error()
-		switch re.Code {
+	// A *reasons.Error, or a rule's error that carries its code (a config or file rule).
+	if code := reasons.CodeOf(err); code != "" {
+		body.Error.Code = code
+		body.Error.Message = err.Error()
+		switch code {
 		case reasons.BadRequest:
 			status = http.StatusBadRequest
 		case reasons.Unauthorized:
@@ -91,7 +91,7 @@ func writeError(w http.ResponseWriter, err error) {
 		default:
 			// A refusal with a domain code (a peer rule, a config rule) is the caller's to
 			// fix, not a server failure.
-			if e, ok := reasons.Lookup(re.Code); ok && e.Kind != reasons.KindNode {
+			if e, ok := reasons.Lookup(code); ok && e.Kind != reasons.KindNode {
 				status = http.StatusBadRequest
 			}
 		}

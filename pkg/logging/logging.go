@@ -13,8 +13,9 @@ import (
 // values are never written.
 var sensitive = []string{"token", "key", "api_key", "apikey", "authorization", "secret", "password", "placeholder", "x-api-key", "cookie"}
 
-// New returns a text logger on w at level, with redaction.
-func New(w io.Writer, level slog.Level) *slog.Logger {
+// New returns a text logger on w at level (a slog.Level, or a *slog.LevelVar that a reload
+// changes), with redaction.
+func New(w io.Writer, level slog.Leveler) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: Redact}))
 }
 

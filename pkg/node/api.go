@@ -26,10 +26,12 @@ func (n *Node) routes(s *control.Server) {
 	s.Handle("POST", "/v1/evidence/note", n.noteEvidence)
 	n.peerRoutes(s)
 	n.autoReplyRoutes(s)
+	n.reloadRoutes(s)
 }
 
 func (n *Node) status() control.Status {
 	now := time.Now()
+	cfg := n.config()
 	st := control.Status{
 		AID:           n.id.AID(),
 		Version:       n.opts.Version,
@@ -44,13 +46,13 @@ func (n *Node) status() control.Status {
 		// The engine fills in the counts and the day's bounds (fillAutoReply); a build
 		// without auto-reply has no budget to spend.
 		Budget: control.Budget{
-			RunsPerDay:        n.cfg.AutoReply.Sandbox.RunsPerDay,
-			RunsPerPeerPerDay: n.cfg.AutoReply.Sandbox.RunsPerPeerPerDay,
-			Left:              n.cfg.AutoReply.Sandbox.RunsPerDay,
+			RunsPerDay:        cfg.AutoReply.Sandbox.RunsPerDay,
+			RunsPerPeerPerDay: cfg.AutoReply.Sandbox.RunsPerPeerPerDay,
+			Left:              cfg.AutoReply.Sandbox.RunsPerDay,
 			Spend: control.SpendBudget{
-				PerDay:        n.cfg.AutoReply.Sandbox.SpendPerDay,
-				PerPeerPerDay: n.cfg.AutoReply.Sandbox.SpendPerPeerPerDay,
-				Left:          n.cfg.AutoReply.Sandbox.SpendPerDay,
+				PerDay:        cfg.AutoReply.Sandbox.SpendPerDay,
+				PerPeerPerDay: cfg.AutoReply.Sandbox.SpendPerPeerPerDay,
+				Left:          cfg.AutoReply.Sandbox.SpendPerDay,
 				Peers:         []control.PeerSpend{},
 			},
 		},
@@ -72,23 +74,21 @@ func (n *Node) status() control.Status {
 	}
 	// Only anet-egress knows the keys; it tells which providers have one, never a value.
 	if eg := n.egress.Status(); eg.State == privsep.StateRunning {
-		if ps, ok := eg.Info["providers_with_key"].([]any); ok {
-			for _, p := range ps {
-				if s, ok := p.(string); ok {
-					st.ProvidersKeyed = append(st.ProvidersKeyed, s)
-				}
-			}
-		}
-		if ke, ok := eg.Info["keys_error"].(string); ok {
+		v := n.keysVerdict(eg)
+		st.ProvidersKeyed = append(st.ProvidersKeyed, v.Providers...)
+		if !v.OK {
 			// The keys file's own rule and words, as anetd --check and anet doctor say them.
-			code, _ := eg.Info["keys_code"].(string)
+			code := v.Code
 			if code == "" {
-				code = string(reasons.NoAPIKey)
+				code = reasons.NoAPIKey
 			}
-			st.Warnings = append(st.Warnings, control.Warning{Code: code, Text: reasons.Text(reasons.Code(code)), Detail: ke})
+			st.Warnings = append(st.Warnings, control.Warning{Code: string(code), Text: reasons.Text(code), Detail: v.Message})
 		}
 	}
 	sort.Strings(st.ProvidersKeyed)
+	var reloadWarnings []control.Warning
+	st.Reload, reloadWarnings = n.reloadState()
+	st.Warnings = append(st.Warnings, reloadWarnings...)
 	n.fillAutoReply(&st)
 	if st.Warnings == nil {
 		st.Warnings = []control.Warning{}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
@@ -24,6 +25,8 @@ type autoReplier interface {
 	peer.Engine
 	status(ctx context.Context) (control.AutoReplyStatus, control.Budget, error)
 	test(ctx context.Context) control.AutoReplyTest
+	// reload makes c and the work root the settings of turns that start from now on (U3).
+	reload(c config.AutoReply, directWork string) error
 }
 
 func (n *Node) autoReplyRoutes(s *control.Server) {
@@ -32,7 +35,7 @@ func (n *Node) autoReplyRoutes(s *control.Server) {
 			return nil, reasons.New(NotInBuild, "")
 		}
 		// A test turn may run as long as a real one (api_timeout_seconds) plus start-up.
-		ctx, cancel := context.WithTimeout(r.Context(), n.cfg.AutoReply.APITimeout+time.Minute)
+		ctx, cancel := context.WithTimeout(r.Context(), n.config().AutoReply.APITimeout+time.Minute)
 		defer cancel()
 		return n.ar.test(ctx), nil
 	})

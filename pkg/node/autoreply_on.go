@@ -10,6 +10,7 @@ import (
 
 	"anet.dev/anet/pkg/autoreply"
 	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/privsep"
@@ -24,10 +25,10 @@ func (n *Node) startAutoReply(ctx context.Context) error {
 		return nil
 	}
 	e, err := autoreply.New(autoreply.Options{
-		Config: n.cfg.AutoReply,
+		Config: n.config().AutoReply,
 		Dirs: autoreply.Dirs{
 			SandboxWork: n.paths.SandboxWorkRoot(),
-			DirectWork:  n.paths.WorkRoot(n.cfg),
+			DirectWork:  n.paths.WorkRoot(n.config()),
 			RunRoot:     filepath.Join(n.paths.CacheDir, "runs"),
 			Hidden:      []string{n.paths.DataDir, n.paths.RuntimeDir, n.paths.ConfigDir},
 		},
@@ -115,6 +116,10 @@ func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, con
 		b.Spend.Peers = append(b.Spend.Peers, control.PeerSpend{Peer: p.Peer, Spent: p.Spent, InFlight: p.InFlight, Left: p.Left})
 	}
 	return out, b, nil
+}
+
+func (a engineAdapter) reload(c config.AutoReply, directWork string) error {
+	return a.Engine.Reload(autoreply.Settings{Config: c, DirectWork: directWork})
 }
 
 func (a engineAdapter) test(ctx context.Context) control.AutoReplyTest {

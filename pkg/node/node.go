@@ -40,13 +40,14 @@ type Options struct {
 	// Engine answers new inbox tasks (the auto-reply engine); nil leaves them for the
 	// operator.
 	Engine peer.Engine
+	// LogLevel, when set, is the level of the daemon's logger; a reload sets it.
+	LogLevel *slog.LevelVar
 }
 
 // Node is a running anetd.
 type Node struct {
 	opts    Options
 	paths   config.Paths
-	cfg     config.Config
 	id      *identity.Identity
 	store   *store.Store
 	log     *slog.Logger
@@ -60,6 +61,13 @@ type Node struct {
 	// warnings are set at start-up, before the control socket serves anyone, and only
 	// read after that.
 	warnings []control.Warning
+
+	reloadMu sync.Mutex // one reload at a time
+
+	mu         sync.Mutex // guards the fields that follow
+	cfg        config.Config
+	lastReload *control.ReloadState
+	keys       *keysSeen
 }
 
 // Load reads the configuration and checks everything that must be right before anything
@@ -116,6 +124,11 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGHUP reloads (U3). Caught from here on, so one that comes during start-up waits for
+	// the node to be ready instead of ending it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	// Helpers live only as long as this context; they also stop on their own when this
 	// process dies, through EOF on their socket.
@@ -154,6 +167,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(l) }()
 
+	go n.reloadOnHangup(ctx, hup)
 	log.Info("anetd ready", "aid", id.AID(), "config", paths.ConfigFile, "control", paths.ControlSocket(), "listen", n.listenAddr(), "pid", os.Getpid())
 	if err := notifyReady(o.Env("NOTIFY_SOCKET")); err != nil {
 		log.Warn("sd_notify READY=1 failed", "err", err)

@@ -23,8 +23,8 @@ func (n *Node) startPeers() error {
 		return err
 	}
 	n.peers = svc
-	if n.cfg.Listen != "" {
-		if _, err := svc.Listen(n.cfg.Listen); err != nil {
+	if listen := n.config().Listen; listen != "" {
+		if _, err := svc.Listen(listen); err != nil {
 			svc.Close()
 			return err
 		}

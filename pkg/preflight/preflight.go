@@ -85,6 +85,15 @@ type KeysVerdict struct {
 	Providers []string     `json:"providers_with_key"`
 }
 
+// MethodReloadKeys asks the running anet-egress to read the keys file again (a reload, U3):
+// ReloadKeysRequest → KeysVerdict. On a refusal it keeps the keys it has.
+const MethodReloadKeys = "keys.reload"
+
+// ReloadKeysRequest names the keys file to read (keys_file may have changed).
+type ReloadKeysRequest struct {
+	Path string `json:"path"`
+}
+
 // VerdictOf is the verdict for the result of keys.Load.
 func VerdictOf(providers []string, err error) KeysVerdict {
 	if err == nil {

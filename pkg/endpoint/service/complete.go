@@ -54,7 +54,7 @@ func (s *Service) complete(ctx context.Context, in completion.Request) (completi
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}
-	key, ok := s.keys.Get(up.KeyProvider)
+	key, ok := s.currentKeys().Get(up.KeyProvider)
 	if !ok {
 		return completion.Reply{}, fmt.Errorf("complete: %w", reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider))
 	}

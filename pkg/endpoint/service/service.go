@@ -19,13 +19,13 @@ import (
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 )
 
 // Service holds the open endpoints, one per run.
 type Service struct {
-	keys    keys.Keys
 	runsDir string
 	models  string
 	log     *slog.Logger
@@ -33,23 +33,73 @@ type Service struct {
 	// Only this package's tests set it, to trust their throw-away CA.
 	rootCAs *x509.CertPool
 
-	mu   sync.Mutex // guards open
-	open map[string]*endpoint.Endpoint
+	mu      sync.Mutex // guards the fields that follow
+	keys    keys.Keys  // replaced whole by a reload; open endpoints keep the key they have
+	keysErr preflight.KeysVerdict
+	open    map[string]*endpoint.Endpoint
 }
 
 // New returns the service. runsDir holds one 0700 directory per run with its endpoint socket;
 // models is the models override file ("" for the built-in list).
 func New(k keys.Keys, runsDir, models string, log *slog.Logger) *Service {
-	return &Service{keys: k, runsDir: runsDir, models: models, log: log, open: map[string]*endpoint.Endpoint{}}
+	return &Service{keys: k, keysErr: preflight.KeysVerdict{OK: true}, runsDir: runsDir, models: models, log: log, open: map[string]*endpoint.Endpoint{}}
 }
 
-// Handlers answer anetd's requests: runpolicy's open and close, and completion.
+// Handlers answer anetd's requests: runpolicy's open and close, completion, and a reload of
+// the keys file.
 func (s *Service) Handlers() map[string]privsep.Handler {
 	return map[string]privsep.Handler{
-		runpolicy.MethodOpen:  s.handleOpen,
-		runpolicy.MethodClose: s.handleClose,
-		completion.Method:     s.handleComplete,
+		runpolicy.MethodOpen:       s.handleOpen,
+		runpolicy.MethodClose:      s.handleClose,
+		completion.Method:          s.handleComplete,
+		preflight.MethodReloadKeys: s.handleReloadKeys,
 	}
+}
+
+// LoadKeys reads path with keys.Load and, when the file is accepted, makes its keys the ones
+// new endpoints and completions use; a refused file leaves the keys as they were (U3), and
+// the verdict says why.
+func (s *Service) LoadKeys(path string) preflight.KeysVerdict {
+	k, err := keys.Load(path)
+	v := preflight.VerdictOf(k.Configured(), err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.log.Error("keys file refused", "err", err, "code", string(v.Code))
+		s.keysErr = v
+		// The providers named are those of the keys still in use.
+		v.Providers = s.keys.Configured()
+		return v
+	}
+	s.keys, s.keysErr = k, v
+	return v
+}
+
+// currentKeys are the keys for an endpoint or a completion that starts now.
+func (s *Service) currentKeys() keys.Keys {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys
+}
+
+// KeysInfo is what anetd learns about the keys: the providers' names and the file's verdict.
+func (s *Service) KeysInfo() map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string]any{"providers_with_key": s.keys.Configured()}
+	if !s.keysErr.OK {
+		m["keys_error"], m["keys_code"] = s.keysErr.Message, string(s.keysErr.Code)
+	}
+	return m
+}
+
+// handleReloadKeys reads the keys file again for anetd's reload (U3).
+func (s *Service) handleReloadKeys(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
+	var in preflight.ReloadKeysRequest
+	if err := req.Decode(&in); err != nil {
+		return privsep.Reply{}, err
+	}
+	return privsep.Reply{Body: s.LoadKeys(in.Path)}, nil
 }
 
 // Count is the number of open endpoints.
@@ -75,7 +125,7 @@ func (s *Service) handleOpen(_ context.Context, req *privsep.Request) (privsep.R
 	}
 	s.open[p.RunID] = nil // reserve the id while opening
 	s.mu.Unlock()
-	e, err := OpenEndpoint(filepath.Join(s.runsDir, p.RunID, endpoint.SocketName), p, s.keys, s.models, s.log)
+	e, err := OpenEndpoint(filepath.Join(s.runsDir, p.RunID, endpoint.SocketName), p, s.currentKeys(), s.models, s.log)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
