@@ -133,4 +133,44 @@ func TestAutoReplyAgentFailureRefusedAndCounted(t *testing.T) {
 	if strings.Contains(b.logs.String(), string(tok)) || strings.Contains(chain, string(tok)) || !strings.Contains(chain, "[placeholder]") {
 		t.Fatal("the run's placeholder token reached anetd's log or evidence chain")
 	}
+	// S8: the run's own log, kept with the work dirs, is shown by anet show: how the run
+	// ended and the agent's standard error, with the token masked.
+	show := b.mustAnet("show", id)
+	for _, want := range []string{"log of run r", "  | exit_code: 1", "  | failing with token [placeholder]", "model calls: 1 model request(s) forwarded: upstream 200×1"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("anet show lacks %q:\n%s", want, show)
+		}
+	}
+	if strings.Contains(show, string(tok)) {
+		t.Fatal("the run's log shows the run's token")
+	}
+}
+
+// S8: anet autoreply test prints each stage as it happens, and a failed model call names its
+// cause from the run (here: nothing listens where the model service is), with the run's log.
+func TestAutoReplyTestNamesTheCause(t *testing.T) {
+	f := newARFake(t, t.TempDir(), arPinned)
+	b := newARNode(t, f, arOptions{autoReply: sandboxExec})
+	b.arStart()
+	f.up.Close() // the model service is gone: every upstream request fails to connect
+	out, _, err := b.anet("autoreply", "test")
+	if err == nil {
+		t.Fatalf("anet autoreply test with the model service down succeeded:\n%s", out)
+	}
+	for _, want := range []string{
+		"ok   probe", "ok   endpoint", "...  run          agent started",
+		"FAIL model_call   [E1] model_call_failed:", "1 of 1 upstream requests failed:", "connection refused",
+		"the run's log: ", "result: failed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("anet autoreply test output lacks %q:\n%s", want, out)
+		}
+	}
+	i := strings.Index(out, "the run's log: ")
+	if i >= 0 {
+		p := strings.TrimSpace(strings.SplitN(out[i+len("the run's log: "):], "\n", 2)[0])
+		if b, err := os.ReadFile(p); err != nil || !strings.Contains(string(b), "model call failure: 1 of 1 upstream requests failed") {
+			t.Errorf("the run's log %s = %q, %v", p, b, err)
+		}
+	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/termsafe"
@@ -33,15 +35,34 @@ func autoReplyCommand() *cli.Command {
 				Usage: "run a fixed task through the configured path and report each stage (never counted)",
 				Flags: []cli.Flag{jsonFlag},
 				Action: func(c *cli.Context) error {
-					var rep control.AutoReplyTest
-					if err := call(c, "POST", "/v1/autoreply/test", struct{}{}, &rep); err != nil {
+					cl, err := dial()
+					if err != nil {
 						return cannotRun(err)
 					}
-					var err error
+					var rep control.AutoReplyTest
+					var lw *check.LineWriter
+					if !c.Bool("json") {
+						fmt.Println("auto-reply test (not counted)")
+						lw = check.NewLineWriter(os.Stdout, stageWidth)
+					}
+					// Each stage is printed as it happens (S8); --json prints the report.
+					onEvent := func(raw json.RawMessage) error {
+						if lw == nil {
+							return nil
+						}
+						var ev control.AutoReplyEvent
+						if err := json.Unmarshal(raw, &ev); err != nil {
+							return err
+						}
+						return printTestEvent(os.Stdout, lw, ev)
+					}
+					if err := cl.DoStream(c.Context, "POST", "/v1/autoreply/test/stream", struct{}{}, onEvent, &rep); err != nil {
+						return cannotRun(err)
+					}
 					if c.Bool("json") {
 						err = printJSON(rep)
 					} else {
-						err = printAutoReplyTest(os.Stdout, rep)
+						err = printAutoReplyResult(lw, rep)
 					}
 					if err != nil {
 						return err
@@ -116,18 +137,45 @@ func knownAutoReplyKey(k string) bool {
 	return false
 }
 
+// stageWidth is the width of the longest stage name of the test (agent_config).
+const stageWidth = 12
+
+// printAutoReplyTest prints a whole report: its stages, then its result.
 func printAutoReplyTest(w io.Writer, rep control.AutoReplyTest) error {
-	// Check details quote the agent's stderr; the answer is the agent's (U1).
-	answer := rep.Answer
-	termsafe.Walk(&rep, termsafe.Line)
+	lw := check.NewLineWriter(w, stageWidth)
+	for _, c := range rep.Checks {
+		if err := printTestEvent(w, lw, control.AutoReplyEvent{Check: c}); err != nil {
+			return err
+		}
+	}
+	return printAutoReplyResult(lw, rep)
+}
+
+// printTestEvent prints one stage, or one progress line of a running stage, as it happens.
+// The detail quotes the agent or the model service (U1).
+func printTestEvent(w io.Writer, lw *check.LineWriter, ev control.AutoReplyEvent) error {
+	termsafe.Walk(&ev, termsafe.Line)
+	if ev.Progress {
+		_, err := fmt.Fprintf(w, "...  %-*s %s\n", stageWidth, ev.Name, ev.Detail)
+		return err
+	}
+	return lw.Check(ev.Check)
+}
+
+// printAutoReplyResult prints how the test ended: which path, the answer, the run's log, and
+// the result line.
+func printAutoReplyResult(lw *check.LineWriter, rep control.AutoReplyTest) error {
 	who := "untrusted"
 	if rep.Trusted {
 		who = "trusted"
 	}
-	fmt.Fprintf(w, "auto-reply test (%s peers, route %s; not counted)\n", who, rep.Route)
-	var notes []string
-	if answer != "" {
-		notes = append(notes, "answer:\n"+termsafe.Block(answer, textPrefix))
+	notes := []string{fmt.Sprintf("tested the path of %s peers: route %s", who, termsafe.Line(rep.Route))}
+	if rep.Answer != "" {
+		// The answer is the agent's (U1).
+		notes = append(notes, "answer:\n"+termsafe.Block(rep.Answer, textPrefix))
 	}
-	return rep.WriteText(w, notes...)
+	if !rep.OK && rep.RunLog != "" {
+		notes = append(notes, "the run's log: "+termsafe.Line(rep.RunLog))
+	}
+	return lw.Result(rep.Report, notes...)
 }

@@ -194,6 +194,9 @@ func printInteraction(w io.Writer, it control.Interaction) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	for _, rl := range it.RunLogs {
+		fmt.Fprintf(w, "log of run %s:\n%s\n", l(rl.Run), termsafe.Block(strings.TrimRight(rl.Text, "\n"), textPrefix))
+	}
 }
 
 func replyCommand() *cli.Command {

@@ -48,6 +48,9 @@ type Dirs struct {
 	RunRoot string
 	// Hidden are never visible in a sandboxed run (data, runtime and config dirs, token).
 	Hidden []string
+	// RunLogs keeps each run's log, <peer>/<interaction>/<run>.log, swept like the work
+	// dirs; "" keeps none.
+	RunLogs string
 }
 
 // Options configure an Engine. Sandbox, Endpoints, Completer and Ledger are required.

@@ -26,9 +26,10 @@ import (
 const SandboxPort = 8080
 
 // execTurn runs the configured agent for t: in the sandbox (route sandbox) or as the
-// operator (route direct). started is called right before the agent starts. A sandboxed run's
-// endpoint holds it to allowance (K2; nil: no allowance).
-func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, route Route, set *Settings, allowance *money.Micros, started func(), tr tracer) outcome {
+// operator (route direct), with the settings the turn started with. started is called right
+// before the agent starts. A sandboxed run's endpoint holds it to allowance (K2; nil: no
+// allowance).
+func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, route Route, set *Settings, allowance *money.Micros, started func(), tr *tracer) outcome {
 	c := set.Config
 	sandboxed := route == RouteSandbox
 	stage := "agent"
@@ -116,7 +117,13 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	stage = "run"
 	started()
 	log.Info("agent starting", "agent", c.Agent, "mode", rs.Mode, "program", prog)
+	tr.progress(stage, "agent started")
+	stopWatch := func() {}
+	if sandboxed {
+		stopWatch = tr.watchRun(ctx, e.o.Endpoints, run)
+	}
 	res, err := sandbox.RunToEnd(ctx, e.o.Sandbox, rs)
+	stopWatch()
 	if err != nil {
 		// Nothing ran (the helper says so with a reason code).
 		return fail(codeOf(err), err.Error())
@@ -130,6 +137,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	}}
 	// Filled in by the deferred endpoint close, before the caller reads it.
 	out.usage, out.metered = &usage, sandboxed
+	out.stderr = []byte(reasons.Clip(string(maskToken(res.Stderr, params.Placeholder)), maxRunLogStderr))
 	ans, code, detail := answerOf(res, workDir, launch, params.Placeholder)
 	stage = "answer"
 	if code != "" {
@@ -147,13 +155,17 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 // out of the detail (logs, chain) anyway, and it is replaced before the output is parsed or
 // clipped, as a clipped token would no longer match.
 func answerOf(res RunResult, workDir string, launch agents.Launch, token string) (string, reasons.Code, string) {
-	if token != "" {
-		mask := []byte("[placeholder]")
-		res.Stdout = bytes.ReplaceAll(res.Stdout, []byte(token), mask)
-		res.Stderr = bytes.ReplaceAll(res.Stderr, []byte(token), mask)
-	}
+	res.Stdout = maskToken(res.Stdout, token)
+	res.Stderr = maskToken(res.Stderr, token)
 	if res.Outcome.ExitCode != 0 || res.Outcome.Limit != "" {
-		return "", agents.NoAnswer, fmt.Sprintf("agent exited with %d %s %s", res.Outcome.ExitCode, res.Outcome.Limit, reasons.Clip(string(res.Stderr), 300))
+		detail := fmt.Sprintf("agent exited with %d", res.Outcome.ExitCode)
+		if res.Outcome.Limit != "" {
+			detail += ", " + string(res.Outcome.Limit)
+		}
+		if e := strings.TrimSpace(string(res.Stderr)); e != "" {
+			detail += ": " + reasons.Clip(e, 300)
+		}
+		return "", agents.NoAnswer, detail
 	}
 	files, err := agents.ReadAnswerFile(workDir, launch.Answer)
 	if err != nil {
@@ -164,6 +176,14 @@ func answerOf(res RunResult, workDir string, launch agents.Launch, token string)
 		return "", agents.NoAnswer, err.Error()
 	}
 	return ans, "", ""
+}
+
+// maskToken replaces the run's placeholder in b ("" in direct mode: nothing to mask).
+func maskToken(b []byte, token string) []byte {
+	if token == "" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(token), []byte("[placeholder]"))
 }
 
 // prepareWork makes the run's work dir and removes a stale answer file, through os.Root: the

@@ -15,7 +15,7 @@ import (
 // openaiTurn answers t with one chat completion made by anet-egress (P3): no program starts
 // and no sandbox is used; anetd never sees the key. The call is metered and held to
 // allowance like an agent's requests (K1, K2).
-func (e *Engine) openaiTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, set *Settings, allowance *money.Micros, started func(), tr tracer) outcome {
+func (e *Engine) openaiTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, set *Settings, allowance *money.Micros, started func(), tr *tracer) outcome {
 	c := set.Config
 	req := completion.Request{RunID: run, APIBase: c.APIBase, Model: c.Model, Task: t.Text, Allowance: allowance}
 	if err := req.Validate(); err != nil {

@@ -21,6 +21,13 @@ const testPeer = "autoreply-test"
 // KindAutoReplyTest is the evidence entry of a test run. It is never counted (B1).
 const KindAutoReplyTest = "autoreply_test"
 
+// TestEvent is a stage's check as the stage ends, or, with Progress, how a stage goes while it
+// runs (the agent's elapsed time, its model calls): streamed, not kept in the report.
+type TestEvent struct {
+	check.Check
+	Progress bool `json:"progress,omitempty"`
+}
+
 // TestReport is the result of `anet autoreply test`: one check per stage of the turn
 // (pkg/check's shape), with the reason code of the stage that failed.
 type TestReport struct {
@@ -30,6 +37,8 @@ type TestReport struct {
 	Route   Route  `json:"route"`
 	Answer  string `json:"answer,omitempty"`
 	Counted bool   `json:"counted"`
+	// RunLog is the file that keeps the run's log (agent stderr, outcome, model calls).
+	RunLog string `json:"run_log,omitempty"`
 }
 
 // stageRequirement names the requirement a stage of the test proves, where one stage maps to
@@ -38,8 +47,9 @@ var stageRequirement = map[string]string{"probe": "S7", "model_call": "E1", "ans
 
 // Test runs TestTask through the configured path: policy, probe, endpoint, sandbox start,
 // model call, answer. It takes no slot and is never counted; it leaves one autoreply_test
-// entry in the chain.
-func (e *Engine) Test(ctx context.Context) TestReport {
+// entry in the chain. emit, when not nil, gets each stage as it ends and progress lines
+// while the agent runs (elapsed time, model calls with the upstream's answers).
+func (e *Engine) Test(ctx context.Context, emit func(TestEvent)) TestReport {
 	rep := TestReport{Report: check.Report{Checks: []check.Check{}}}
 	set := e.current()
 	d := Decide(set.Config, false)
@@ -48,9 +58,7 @@ func (e *Engine) Test(ctx context.Context) TestReport {
 		d = Decide(set.Config, true)
 	}
 	rep.Route = d.Route
-	tr := tracer(func(stage string, code reasons.Code, detail string) {
-		rep.Checks = append(rep.Checks, check.Check{Name: stage, Requirement: stageRequirement[stage], OK: code == "", Code: code, Detail: detail})
-	})
+	tr := &tracer{emit: emit}
 	policy := "untrusted peers: " + string(d.Route)
 	if rep.Trusted {
 		policy = "untrusted peers: off; trusted peers: " + string(d.Route)
@@ -58,10 +66,10 @@ func (e *Engine) Test(ctx context.Context) TestReport {
 	switch d.Route {
 	case RouteOff:
 		tr.fail("policy", d.Code, "auto-reply is off for trusted and untrusted peers")
-		return e.finishTest(ctx, rep)
+		return e.finishTest(ctx, rep, tr)
 	case RouteRefuse:
 		tr.fail("policy", d.Code, d.Why)
-		return e.finishTest(ctx, rep)
+		return e.finishTest(ctx, rep, tr)
 	}
 	tr.ok("policy", policy)
 	run := newRunID()
@@ -85,32 +93,32 @@ func (e *Engine) Test(ctx context.Context) TestReport {
 		}
 	}
 	rep.Answer = out.answer
-	return e.finishTest(ctx, rep)
+	rep.RunLog = e.keepRunLog(log, t, run, set, d.Route, out)
+	return e.finishTest(ctx, rep, tr)
 }
 
-// modelCall reports whether the run's model requests reached the upstream, from the
-// endpoint's usage.
-func (tr tracer) modelCall(out outcome) {
-	u := struct {
-		Model struct {
-			Requests  int64        `json:"requests"`
-			Forwarded int64        `json:"forwarded"`
-			Spend     *money.Spend `json:"spend,omitempty"`
-		} `json:"model"`
-	}{}
-	if out.usage == nil || len(*out.usage) == 0 || json.Unmarshal(*out.usage, &u) != nil {
+// modelCall reports whether the run's model requests reached the upstream and were
+// answered, from the endpoint's usage; a failure names the cause the endpoint saw.
+func (tr *tracer) modelCall(out outcome) {
+	var raw json.RawMessage
+	if out.usage != nil {
+		raw = *out.usage
+	}
+	m, ok := parseModelUsage(raw)
+	switch {
+	case !ok:
 		tr.fail("model_call", reasons.Internal, "the endpoint reported no usage")
-		return
-	}
-	if u.Model.Forwarded == 0 {
+	case m.Forwarded == 0:
 		tr.fail("model_call", TurnFailed, "the agent sent no model request through the endpoint")
-		return
+	case m.failure() != "":
+		tr.fail("model_call", ModelCallFailed, m.failure())
+	default:
+		tr.ok("model_call", m.summary())
 	}
-	b, _ := json.Marshal(u.Model)
-	tr.ok("model_call", string(b))
 }
 
-func (e *Engine) finishTest(ctx context.Context, rep TestReport) TestReport {
+func (e *Engine) finishTest(ctx context.Context, rep TestReport, tr *tracer) TestReport {
+	rep.Checks = append(rep.Checks, tr.checks...)
 	rep.OK = check.AllOK(rep.Checks)
 	if _, err := e.o.Ledger.Store.Append(ctx, e.o.Ledger.Signer, store.EntryInput{Kind: KindAutoReplyTest, Details: map[string]any{"ok": rep.OK, "route": rep.Route, "stages": rep.Checks}}); err != nil {
 		e.log.Error("evidence: autoreply_test", "err", err)

@@ -16,7 +16,7 @@ const SweepInterval = time.Hour
 func (e *Engine) SweepWork(ctx context.Context) {
 	for {
 		set := e.current()
-		sweepWork([]string{e.o.Dirs.SandboxWork, set.DirectWork}, set.Config.WorkRetention, e.o.Now(), e.log)
+		sweepWork([]string{e.o.Dirs.SandboxWork, set.DirectWork, e.o.Dirs.RunLogs}, set.Config.WorkRetention, e.o.Now(), e.log)
 		select {
 		case <-ctx.Done():
 			return

@@ -32,21 +32,9 @@ type outcome struct {
 	// is set when it is known (from usage, or the openai back-end's reply).
 	metered bool
 	spend   *money.Spend
-}
-
-// tracer reports the stages of `anet autoreply test`; nil reports nothing.
-type tracer func(stage string, code reasons.Code, detail string)
-
-func (tr tracer) ok(stage, detail string) {
-	if tr != nil {
-		tr(stage, "", detail)
-	}
-}
-
-func (tr tracer) fail(stage string, code reasons.Code, detail string) {
-	if tr != nil {
-		tr(stage, code, detail)
-	}
+	// stderr is the agent's standard error, clipped, with the run's token masked: the run's
+	// log keeps it.
+	stderr []byte
 }
 
 // turn runs one admitted task through its back-end and answers it. allowance is what the run
@@ -69,6 +57,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 	case RouteOpenAI:
 		out = e.openaiTurn(ctx, log, run, t, set, allowance, started, nil)
 	}
+	e.keepRunLog(log, t, run, set, d.Route, out)
 	if ctx.Err() != nil {
 		// anetd is stopping: the run was ended with it. No completion entry, so it is not
 		// counted (B7), and the task is still new: it runs again after the restart.

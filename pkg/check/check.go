@@ -15,10 +15,11 @@
 // shape reads ok and checks. Where a report joins several groups of checks, names are
 // prefixed with the group and a dot ("probe.loopback", "attack.host_tcp").
 //
-// The text form (WriteText) is one line per check ("ok  " or "FAIL", the name, the
-// requirement, the code with its sentence, the detail), a "fix:" line under a failed check
-// that has one, the command's own notes, and a last line "result: ok (N checks)" or
-// "result: failed (K of N checks)".
+// The text form (WriteText, or LineWriter as checks happen) is one line per check ("ok  ",
+// "warn" for a pass with a code, or "FAIL", the name, the requirement, the code with its
+// sentence the first time the code appears, the detail), a "fix:" line under a failed or
+// degraded check that has one, the command's own notes, and a last line "result: ok (N
+// checks)" or "result: failed (K of N checks)".
 //
 // Exit codes are the same for every command: ExitOK (0) when every check passed, ExitFailed
 // (1) when a check failed, ExitCannotRun (2) when the checks could not be run at all (bad
@@ -142,29 +143,75 @@ func (r Report) WriteText(w io.Writer, notes ...string) error {
 	for _, c := range r.Checks {
 		width = max(width, len(c.Name))
 	}
-	var b strings.Builder
+	lw := NewLineWriter(w, width)
 	for _, c := range r.Checks {
-		mark := "ok  "
-		if !c.OK {
-			mark = "FAIL"
-		}
-		line := fmt.Sprintf("%s %-*s", mark, width, c.Name)
-		if c.Requirement != "" {
-			line += " [" + c.Requirement + "]"
-		}
-		switch {
-		case c.Code != "" && c.Detail != "":
-			line += fmt.Sprintf(" %s: %s (%s)", c.Code, reasons.Text(c.Code), c.Detail)
-		case c.Code != "":
-			line += fmt.Sprintf(" %s: %s", c.Code, reasons.Text(c.Code))
-		case c.Detail != "":
-			line += " " + c.Detail
-		}
-		b.WriteString(strings.TrimRight(line, " ") + "\n")
-		if !c.OK && c.Fix != "" {
-			fmt.Fprintf(&b, "     fix: %s\n", c.Fix)
+		if err := lw.Check(c); err != nil {
+			return err
 		}
 	}
+	return lw.Result(r, notes...)
+}
+
+// LineWriter writes checks one at a time in the text form, as they happen (WriteText is one
+// LineWriter over a whole report). A reason code's sentence is written the first time the code
+// appears; a later check with the same code names the code and refers back to it, so that
+// each reason is said once.
+type LineWriter struct {
+	w     io.Writer
+	width int
+	said  map[reasons.Code]string // code → the check that said it first
+}
+
+// NewLineWriter returns a LineWriter that pads names to width.
+func NewLineWriter(w io.Writer, width int) *LineWriter {
+	return &LineWriter{w: w, width: width, said: map[reasons.Code]string{}}
+}
+
+// Check writes one check: "ok  ", "warn" (a pass with a code: degraded, e.g.
+// no_cgroup_limits) or "FAIL", the name, the requirement, the code with its sentence and the
+// detail; then a "fix:" line under a failed or degraded check that has one.
+func (l *LineWriter) Check(c Check) error {
+	mark := "ok  "
+	switch {
+	case !c.OK:
+		mark = "FAIL"
+	case c.Code != "":
+		mark = "warn"
+	}
+	line := fmt.Sprintf("%s %-*s", mark, l.width, c.Name)
+	if c.Requirement != "" {
+		line += " [" + c.Requirement + "]"
+	}
+	text := ""
+	if c.Code != "" {
+		if first, ok := l.said[c.Code]; ok {
+			text = fmt.Sprintf(" %s, as for %s", c.Code, first)
+		} else {
+			l.said[c.Code] = c.Name
+			text = fmt.Sprintf(" %s: %s", c.Code, reasons.Text(c.Code))
+		}
+	}
+	switch {
+	case c.Code != "" && c.Detail != "":
+		line += text + " (" + c.Detail + ")"
+	case c.Code != "":
+		line += text
+	case c.Detail != "":
+		line += " " + c.Detail
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+	if (!c.OK || c.Code != "") && c.Fix != "" {
+		fmt.Fprintf(&b, "     fix: %s\n", c.Fix)
+	}
+	_, err := io.WriteString(l.w, b.String())
+	return err
+}
+
+// Result writes the command's notes and the last line, "result: ok (N checks)" or "result:
+// failed (K of N checks)".
+func (l *LineWriter) Result(r Report, notes ...string) error {
+	var b strings.Builder
 	for _, n := range notes {
 		b.WriteString(strings.TrimRight(n, "\n") + "\n")
 	}
@@ -173,6 +220,6 @@ func (r Report) WriteText(w io.Writer, notes ...string) error {
 	} else {
 		fmt.Fprintf(&b, "result: failed (%d of %d checks)\n", r.Failed(), len(r.Checks))
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(l.w, b.String())
 	return err
 }

@@ -95,6 +95,32 @@ func TestText(t *testing.T) {
 	}
 }
 
+// S8: each reason is said once: a second check with the same code refers to the first; a
+// degraded pass is marked warn and shows its fix.
+func TestTextSaysEachReasonOnce(t *testing.T) {
+	r := New(
+		Check{Name: "host.bubblewrap", Code: reasons.NoBwrap, Detail: "not on the helpers' PATH", Fix: "sudo apt-get install bubblewrap"},
+		Check{Name: "node.sandbox", Code: reasons.NoBwrap, Detail: "anet-sandboxd finds no bwrap"},
+		Check{Name: "node.limits", OK: true, Code: reasons.NoCgroupLimits, Fix: "systemctl --user enable --now anetd"},
+	)
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, reasons.Text(reasons.NoBwrap)); n != 1 {
+		t.Errorf("the sentence of no_bwrap is written %d times:\n%s", n, out)
+	}
+	for _, want := range []string{
+		"FAIL node.sandbox    no_bwrap, as for host.bubblewrap (anet-sandboxd finds no bwrap)\n",
+		"warn node.limits     no_cgroup_limits: " + reasons.Text(reasons.NoCgroupLimits) + "\n     fix: systemctl --user enable --now anetd\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("WriteText lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestPrefixed(t *testing.T) {
 	in := []Check{Pass("loopback", "", "")}
 	out := Prefixed("probe", in)

@@ -134,6 +134,10 @@ func (p Paths) WorkRoot(c Config) string {
 	return filepath.Join(p.CacheDir, "work")
 }
 
+// RunLogs is the root of the runs' own logs, <peer>/<interaction>/<run>.log, kept as long
+// as the work dirs (auto_reply.work_retention). No sandbox sees it.
+func (p Paths) RunLogs() string { return filepath.Join(p.CacheDir, "run-logs") }
+
 // SandboxWorkRoot is the root of sandboxed runs' work directories (S3).
 func (p Paths) SandboxWorkRoot() string { return filepath.Join(p.CacheDir, "work-sandbox") }
 

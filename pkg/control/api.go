@@ -140,6 +140,16 @@ type AutoReplyTest struct {
 	Route   string `json:"route"`
 	Answer  string `json:"answer,omitempty"`
 	Counted bool   `json:"counted"`
+	// RunLog is the file with the run's log (agent stderr, outcome, model calls).
+	RunLog string `json:"run_log,omitempty"`
+}
+
+// AutoReplyEvent is one line of POST /v1/autoreply/test/stream: a stage's check as the stage
+// ends, or, with Progress, how a stage goes while it runs (the agent's elapsed time, its model
+// calls), which is shown and not kept in the report.
+type AutoReplyEvent struct {
+	check.Check
+	Progress bool `json:"progress,omitempty"`
 }
 
 // Warning is an operator-facing condition with a reason code.
@@ -225,6 +235,9 @@ type Interaction struct {
 	// Runs are the runs this node made for the task, with their tokens and cost (K1; in
 	// `anet show` only).
 	Runs []Run `json:"runs,omitempty"`
+	// RunLogs are the logs of the runs that answered it here (S8): how each ended, what the
+	// model service answered, the agent's standard error.
+	RunLogs []RunLog `json:"run_logs,omitempty"`
 }
 
 // Run is one completed run of an interaction, from its turn_completed evidence (K1).
@@ -241,6 +254,12 @@ type Run struct {
 	SpendUnknown bool `json:"spend_unknown,omitempty"`
 	// Metered is false for runs whose model calls did not go through the node (direct).
 	Metered bool `json:"metered"`
+}
+
+// RunLog is one run's log, kept with the work dirs (auto_reply.work_retention).
+type RunLog struct {
+	Run  string `json:"run"`
+	Text string `json:"text"`
 }
 
 // Answer is the reply or refusal of an interaction.

@@ -44,23 +44,32 @@ func (e *RemoteError) Error() string { return e.Message }
 // Reason is the code anetd gave.
 func (e *RemoteError) Reason() reasons.Code { return e.Code }
 
-// Do sends a request with an optional JSON body and decodes the JSON answer into out.
-func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+// request is a request to anetd with the token and an optional JSON body.
+func (c *Client) request(ctx context.Context, method, path string, in any) (*http.Request, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://anetd"+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set(TokenHeader, c.token)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// Do sends a request with an optional JSON body and decodes the JSON answer into out.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	req, err := c.request(ctx, method, path, in)
+	if err != nil {
+		return err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

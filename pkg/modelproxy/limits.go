@@ -30,6 +30,8 @@ type Usage struct {
 	Refusals     map[reasons.Code]int64 `json:"refusals"`
 	// Spend is the run's metered tokens and cost (K1).
 	Spend money.Spend `json:"spend"`
+	// Upstream is what the model service answered (statuses, failures).
+	Upstream UpstreamStats `json:"upstream"`
 }
 
 type counters struct {

@@ -63,6 +63,8 @@ type Proxy struct {
 	meter  *meter
 	// unmetered leaves response bodies unread (benchmarks measure what reading costs).
 	unmetered bool
+	// upstreamStats are the model service's answers, for the run's progress and log.
+	upstreamStats upstreamStats
 }
 
 type stateKey struct{}
@@ -119,6 +121,7 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 func (p *Proxy) Usage() Usage {
 	u := p.c.snapshot()
 	u.Spend = p.meter.snapshot()
+	u.Upstream = p.upstreamStats.snapshot()
 	return u
 }
 
@@ -266,8 +269,10 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 // Response headers that name the operator's account are not the agent's business.
 var strippedResponseHeaders = []string{"Set-Cookie", "Anthropic-Organization-Id", "Openai-Organization", "Openai-Project", "Alt-Svc"}
 
-// modifyResponse strips the account headers and meters the body (K1).
+// modifyResponse records the upstream's status, strips the account headers and meters the
+// body (K1).
 func (p *Proxy) modifyResponse(resp *http.Response) error {
+	p.upstreamStats.answered(resp.StatusCode)
 	for _, h := range strippedResponseHeaders {
 		resp.Header.Del(h)
 	}
@@ -284,6 +289,7 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	st := r.Context().Value(stateKey{}).(*reqState)
+	p.upstreamStats.failed(err)
 	p.log.Warn("model upstream failed", "host", p.up.Host, "err", err.Error())
 	writeRefusal(w, st.d.API.Family(), &Refusal{Code: UpstreamFailed, Status: http.StatusBadGateway})
 }

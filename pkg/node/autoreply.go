@@ -24,20 +24,26 @@ func init() {
 type autoReplier interface {
 	peer.Engine
 	status(ctx context.Context) (control.AutoReplyStatus, control.Budget, error)
-	test(ctx context.Context) control.AutoReplyTest
+	// test runs `anet autoreply test`; emit, when not nil, gets each stage as it happens.
+	test(ctx context.Context, emit func(control.AutoReplyEvent)) control.AutoReplyTest
 	// reload makes c and the work root the settings of turns that start from now on (U3).
 	reload(c config.AutoReply, directWork string) error
 }
 
 func (n *Node) autoReplyRoutes(s *control.Server) {
-	s.Handle("POST", "/v1/autoreply/test", func(r *http.Request) (any, error) {
+	test := func(r *http.Request, emit func(control.AutoReplyEvent)) (any, error) {
 		if n.ar == nil {
 			return nil, reasons.New(NotInBuild, "")
 		}
 		// A test turn may run as long as a real one (api_timeout_seconds) plus start-up.
 		ctx, cancel := context.WithTimeout(r.Context(), n.config().AutoReply.APITimeout+time.Minute)
 		defer cancel()
-		return n.ar.test(ctx), nil
+		return n.ar.test(ctx, emit), nil
+	}
+	s.Handle("POST", "/v1/autoreply/test", func(r *http.Request) (any, error) { return test(r, nil) })
+	// The same, with each stage sent as it happens (S8: `anet autoreply test` shows progress).
+	s.HandleStream("POST", "/v1/autoreply/test/stream", func(r *http.Request, emit func(any) error) (any, error) {
+		return test(r, func(st control.AutoReplyEvent) { emit(st) })
 	})
 }
 

@@ -30,7 +30,8 @@ func (n *Node) startAutoReply(ctx context.Context) error {
 			SandboxWork: n.paths.SandboxWorkRoot(),
 			DirectWork:  n.paths.WorkRoot(n.config()),
 			RunRoot:     filepath.Join(n.paths.CacheDir, "runs"),
-			Hidden:      []string{n.paths.DataDir, n.paths.RuntimeDir, n.paths.ConfigDir},
+			Hidden:      []string{n.paths.DataDir, n.paths.RuntimeDir, n.paths.ConfigDir, n.paths.RunLogs()},
+			RunLogs:     n.paths.RunLogs(),
 		},
 		Sandbox:   remote.NewClient(n.sandboxd),
 		Endpoints: egressClient{n.egress},
@@ -81,6 +82,13 @@ func (c egressClient) Close(ctx context.Context, runID string) (json.RawMessage,
 	return out.Usage, err
 }
 
+// Usage is an open endpoint's usage so far (a run's progress).
+func (c egressClient) Usage(ctx context.Context, runID string) (json.RawMessage, error) {
+	var out runpolicy.CloseReply
+	_, err := c.sup.Call(ctx, runpolicy.MethodUsage, runpolicy.CloseRequest{RunID: runID}, &out)
+	return out.Usage, err
+}
+
 func (c egressClient) Complete(ctx context.Context, req completion.Request) (completion.Reply, error) {
 	var out completion.Reply
 	_, err := c.sup.Call(ctx, completion.Method, req, &out)
@@ -122,7 +130,11 @@ func (a engineAdapter) reload(c config.AutoReply, directWork string) error {
 	return a.Engine.Reload(autoreply.Settings{Config: c, DirectWork: directWork})
 }
 
-func (a engineAdapter) test(ctx context.Context) control.AutoReplyTest {
-	r := a.Engine.Test(ctx)
-	return control.AutoReplyTest{Report: r.Report, Trusted: r.Trusted, Route: string(r.Route), Answer: r.Answer, Counted: r.Counted}
+func (a engineAdapter) test(ctx context.Context, emit func(control.AutoReplyEvent)) control.AutoReplyTest {
+	var progress func(autoreply.TestEvent)
+	if emit != nil {
+		progress = func(ev autoreply.TestEvent) { emit(control.AutoReplyEvent{Check: ev.Check, Progress: ev.Progress}) }
+	}
+	r := a.Engine.Test(ctx, progress)
+	return control.AutoReplyTest{Report: r.Report, Trusted: r.Trusted, Route: string(r.Route), Answer: r.Answer, Counted: r.Counted, RunLog: r.RunLog}
 }

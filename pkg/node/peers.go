@@ -285,5 +285,8 @@ func (n *Node) toAPI(r *http.Request, it store.Interaction) control.Interaction 
 	for _, d := range it.Delivery {
 		out.Delivery = append(out.Delivery, control.Delivery{MsgID: d.MsgID, Type: d.Type, State: d.State, Attempts: d.Attempts, LastError: d.LastError, DoneAt: d.DoneAt})
 	}
+	if it.Direction == "in" {
+		out.RunLogs = readRunLogs(n.paths.RunLogs(), it.Peer, it.ID, n.log)
+	}
 	return out
 }

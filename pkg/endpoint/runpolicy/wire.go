@@ -8,6 +8,9 @@ const (
 	MethodOpen = "endpoint.open"
 	// MethodClose closes it and returns its usage (CloseRequest → CloseReply).
 	MethodClose = "endpoint.close"
+	// MethodUsage returns an open endpoint's usage so far (CloseRequest → CloseReply): the
+	// model calls and what the upstream answered, for a run's progress.
+	MethodUsage = "endpoint.usage"
 )
 
 // OpenRequest is the body of MethodOpen.

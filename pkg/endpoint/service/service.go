@@ -45,12 +45,13 @@ func New(k keys.Keys, runsDir, models string, log *slog.Logger) *Service {
 	return &Service{keys: k, keysErr: preflight.KeysVerdict{OK: true}, runsDir: runsDir, models: models, log: log, open: map[string]*endpoint.Endpoint{}}
 }
 
-// Handlers answer anetd's requests: runpolicy's open and close, completion, and a reload of
-// the keys file.
+// Handlers answer anetd's requests: runpolicy's open, close and usage, completion, and a
+// reload of the keys file.
 func (s *Service) Handlers() map[string]privsep.Handler {
 	return map[string]privsep.Handler{
 		runpolicy.MethodOpen:       s.handleOpen,
 		runpolicy.MethodClose:      s.handleClose,
+		runpolicy.MethodUsage:      s.handleUsage,
 		completion.Method:          s.handleComplete,
 		preflight.MethodReloadKeys: s.handleReloadKeys,
 	}
@@ -159,6 +160,23 @@ func (s *Service) handleClose(_ context.Context, req *privsep.Request) (privsep.
 	if err != nil {
 		s.log.Warn("close endpoint", "run", in.RunID, "err", err)
 	}
+	return privsep.Reply{Body: runpolicy.CloseReply{Usage: usage}}, nil
+}
+
+// handleUsage reports an open endpoint's usage without closing it (the progress of `anet
+// autoreply test`, S8).
+func (s *Service) handleUsage(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
+	var in runpolicy.CloseRequest
+	if err := req.Decode(&in); err != nil {
+		return privsep.Reply{}, err
+	}
+	s.mu.Lock()
+	e := s.open[in.RunID]
+	s.mu.Unlock()
+	if e == nil {
+		return privsep.Reply{}, &privsep.Error{Code: reasons.BadRequest, Message: "no open endpoint for run " + in.RunID}
+	}
+	usage, _ := json.Marshal(e.Usage())
 	return privsep.Reply{Body: runpolicy.CloseReply{Usage: usage}}, nil
 }
 

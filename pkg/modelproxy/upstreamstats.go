@@ -1,0 +1,55 @@
+package modelproxy
+
+import (
+	"strconv"
+	"sync"
+
+	"anet.dev/anet/pkg/reasons"
+)
+
+// UpstreamStats is what the model service answered to the run's forwarded requests: the
+// HTTP statuses, and the requests that got no answer at all with the last such error. It is
+// how `anet autoreply test` and the run's log name the cause of a failed model call
+// ("11 of 11 upstream requests failed: lookup api.anthropic.com: ...").
+type UpstreamStats struct {
+	// Statuses counts the upstream's answers by HTTP status ("200", "529").
+	Statuses map[string]int64 `json:"statuses,omitempty"`
+	// Failed counts requests that reached no answer (DNS, connect, TLS, timeout).
+	Failed int64 `json:"failed,omitempty"`
+	// LastError is the last such failure; it names the host, never the key.
+	LastError string `json:"last_error,omitempty"`
+}
+
+type upstreamStats struct {
+	mu sync.Mutex
+	s  UpstreamStats
+}
+
+func (u *upstreamStats) answered(status int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.s.Statuses == nil {
+		u.s.Statuses = map[string]int64{}
+	}
+	u.s.Statuses[strconv.Itoa(status)]++
+}
+
+func (u *upstreamStats) failed(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.s.Failed++
+	u.s.LastError = reasons.Clip(err.Error(), 300)
+}
+
+func (u *upstreamStats) snapshot() UpstreamStats {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := UpstreamStats{Failed: u.s.Failed, LastError: u.s.LastError}
+	if len(u.s.Statuses) > 0 {
+		out.Statuses = make(map[string]int64, len(u.s.Statuses))
+		for k, v := range u.s.Statuses {
+			out.Statuses[k] = v
+		}
+	}
+	return out
+}
