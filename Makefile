@@ -10,7 +10,7 @@ TESTTAGS := anettest
 # Integration tests run the real binaries as an unprivileged user; give them room.
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build run test unit integration lint bench clean
+.PHONY: all build run test unit integration lint bench clean demo
 
 all: build
 
@@ -26,6 +26,18 @@ run: build
 # sandbox backend, where the node still starts and refuses untrusted tasks (the stand-in for
 # any platform without one; Windows runs the node in WSL2, so it is not a target).
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64
+
+# make demo: two throw-away nodes on loopback; a task from one is answered by the other in its
+# sandbox, by a tiny demo agent whose model calls go to a stand-in model service started for
+# the demo only. It needs bubblewrap and nothing else (no key, no network, no agent CLI).
+# anetd and anet-egress are a demo build (the anettest tag): only its redirect hook reaches
+# the stand-in, which listens on a unix socket; bin/demo is never installed.
+DEMOBIN := $(BIN)/demo
+demo:
+	@mkdir -p $(DEMOBIN)
+	$(GO) build -trimpath -tags $(TESTTAGS) -o $(DEMOBIN)/ ./cmd/anetd ./cmd/anet-egress
+	$(GO) build -trimpath -o $(DEMOBIN)/ ./cmd/anet ./cmd/anet-sandboxd ./cmd/anet-demo
+	./$(DEMOBIN)/anet-demo --bin $(DEMOBIN)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -30,6 +30,7 @@ var autoreplyBuilds = []testharness.Build{
 	{Name: "testagent", Pkg: "./integration/testdata/testagent"},
 	// O1: anet-sandboxd as a platform without a sandbox backend builds it.
 	{Name: "anet-sandboxd-nobackend", Pkg: "./cmd/anet-sandboxd", Tags: []string{"nobackend"}},
+	{Name: "anet-demo", Pkg: "./cmd/anet-demo"},
 }
 
 const arPinned = "claude-haiku-5-5" // what an empty auto_reply.model pins for claude (E2)

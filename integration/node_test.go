@@ -141,24 +141,13 @@ func (n *testNode) waitReady() {
 		default:
 		}
 		st, err := n.tryStatus()
-		return err == nil && allRunning(st)
+		return err == nil && st.HelpersRunning()
 	})
 	if !ready {
 		n.t.Fatalf("anetd not ready after %v:\n%s", testkit.Wait, n.logs.String())
 	}
 }
 
-func allRunning(st control.Status) bool {
-	if len(st.Helpers) != 2 {
-		return false
-	}
-	for _, h := range st.Helpers {
-		if h.State != "running" {
-			return false
-		}
-	}
-	return true
-}
 
 // anet runs the CLI with the node's environment.
 func (n *testNode) anet(args ...string) (string, string, error) {

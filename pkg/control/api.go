@@ -33,6 +33,20 @@ type Status struct {
 	Reload *ReloadState `json:"reload,omitempty"`
 }
 
+// HelpersRunning reports whether both helpers (anet-sandboxd, anet-egress) run: anetd is
+// ready for runs.
+func (s Status) HelpersRunning() bool {
+	if len(s.Helpers) != 2 {
+		return false
+	}
+	for _, h := range s.Helpers {
+		if h.State != privsep.StateRunning {
+			return false
+		}
+	}
+	return true
+}
+
 // ReloadState is the outcome of the last reload (SIGHUP, anet reload, a config change by
 // the CLI). A refused one left the settings that were in force.
 type ReloadState struct {

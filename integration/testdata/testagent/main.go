@@ -22,6 +22,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"anet.dev/anet/pkg/demo"
 )
 
 func main() {
@@ -55,33 +57,9 @@ func run() error {
 	if strings.Contains(task, "LOOP") {
 		return loop(base, tok)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"model":      os.Getenv("ANTHROPIC_MODEL"),
-		"max_tokens": 64000, // the endpoint caps it at 8192
-		"messages":   []map[string]any{{"role": "user", "content": task}},
-	})
-	req, _ := http.NewRequest("POST", strings.TrimRight(base, "/")+"/v1/messages", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("anthropic-version", "2023-06-01")
-	c := &http.Client{Timeout: 60 * time.Second}
-	resp, err := c.Do(req)
+	text, model, err := demo.AskModel(base, tok, os.Getenv("ANTHROPIC_MODEL"), task)
 	if err != nil {
-		return fmt.Errorf("model call: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("model call: %d %s", resp.StatusCode, b)
-	}
-	var m struct {
-		Model   string `json:"model"`
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil || len(m.Content) == 0 {
-		return fmt.Errorf("model answer: %v %s", err, b)
+		return err
 	}
 	if strings.Contains(task, "HOLD") {
 		if _, err := os.Stat("held"); err != nil {
@@ -99,7 +77,7 @@ func run() error {
 	if strings.Contains(task, "SLOW") {
 		time.Sleep(5 * time.Second)
 	}
-	out := fmt.Sprintf("model %s says %s to: %s", m.Model, m.Content[0].Text, task)
+	out := fmt.Sprintf("model %s says %s to: %s", model, text, task)
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": out})
 }
 

@@ -21,5 +21,6 @@ var directDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.S
 // Test builds (tag anettest) may redirect an address to a loopback fake after every check has
 // run; release builds have no such hook (a test inspects the release binary's symbols).
 func Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	return directDialer.DialContext(ctx, network, redirect(addr))
+	network, addr = redirect(network, addr)
+	return directDialer.DialContext(ctx, network, addr)
 }

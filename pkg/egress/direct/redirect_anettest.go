@@ -27,9 +27,11 @@ func init() {
 }
 
 // AnetTestRedirect makes Dial connect to `to` whenever it is asked for `from` (both
-// host:port). It exists only in test builds so that tests can point api.anthropic.com:443 or a
-// verified public address at a loopback fake after every rule has been applied. Passing an
-// empty `to` removes the redirect.
+// host:port, or `to` as "unix:PATH" for a unix socket). It exists only in test builds so that
+// tests can point api.anthropic.com:443 or a verified public address at a loopback fake after
+// every rule has been applied, and `make demo` at its stand-in model service, which listens on
+// a unix socket only: no release build can reach it. Passing an empty `to` removes the
+// redirect.
 func AnetTestRedirect(from, to string) {
 	testRedirectMu.Lock()
 	defer testRedirectMu.Unlock()
@@ -40,11 +42,15 @@ func AnetTestRedirect(from, to string) {
 	testRedirects[from] = to
 }
 
-func redirect(addr string) string {
+func redirect(network, addr string) (string, string) {
 	testRedirectMu.RLock()
 	defer testRedirectMu.RUnlock()
-	if to, ok := testRedirects[addr]; ok {
-		return to
+	to, ok := testRedirects[addr]
+	if !ok {
+		return network, addr
 	}
-	return addr
+	if path, ok := strings.CutPrefix(to, "unix:"); ok {
+		return "unix", path
+	}
+	return network, to
 }

@@ -2,4 +2,4 @@
 
 package direct
 
-func redirect(addr string) string { return addr }
+func redirect(network, addr string) (string, string) { return network, addr }
