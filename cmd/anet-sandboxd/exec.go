@@ -17,6 +17,7 @@ import (
 
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 )
 
@@ -148,6 +149,15 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	// The probe a sandboxed start needs anyway (cached): it says whether limits hold here.
+	if p, err := l.Probe(ctx); err == nil {
+		if msg, refuse := limitsNotice(p, c.IsSet("memory"), c.IsSet("tasks")); refuse {
+			fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %s\n", msg)
+			return 2
+		} else if msg != "" {
+			fmt.Fprintf(os.Stderr, "anet-sandboxd exec: warning: %s\n", msg)
+		}
+	}
 	run, err := l.Start(ctx, spec, stdio)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
@@ -164,6 +174,22 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %s: %s\n", out.Limit, out.Detail)
 	}
 	return out.ExitCode
+}
+
+// limitsNotice says what a run without cgroup limits (S6) means for exec, from the probe: a
+// warning and the command that fixes it, or, when --memory or --tasks asked for a limit that
+// cannot be enforced here, a refusal: a limit the user asked for must not silently not exist.
+// A failed probe says nothing here (the start refuses with its reason).
+func limitsNotice(p sandbox.ProbeResult, memory, tasks bool) (msg string, refuse bool) {
+	if !p.OK || p.Limits == sandbox.CgroupFull {
+		return "", false
+	}
+	fix := sandbox.LimitsFix(sandbox.ThisCgroupHost(os.Getenv))
+	what := fmt.Sprintf("%s: %s; fix: %s", reasons.NoCgroupLimits, reasons.Text(reasons.NoCgroupLimits), fix)
+	if memory || tasks {
+		return "--memory and --tasks cannot be enforced here: " + what, true
+	}
+	return what, false
 }
 
 func writeOutcome(path string, o sandbox.Outcome) {
