@@ -159,7 +159,7 @@ func TestAutoReplyTestNamesTheCause(t *testing.T) {
 	}
 	for _, want := range []string{
 		"ok   probe", "ok   endpoint", "...  run          agent started",
-		"FAIL model_call   [E1] model_call_failed:", "1 of 1 upstream requests failed:", "connection refused",
+		"FAIL model_call   [E1] model_call_failed (", "1 of 1 upstream requests failed:", "connection refused",
 		"the run's log: ", "result: failed",
 	} {
 		if !strings.Contains(out, want) {

@@ -148,7 +148,6 @@ func (n *testNode) waitReady() {
 	}
 }
 
-
 // anet runs the CLI with the node's environment.
 func (n *testNode) anet(args ...string) (string, string, error) {
 	cmd := exec.Command(testharness.Bin(n.t, "anet"), args...)

@@ -155,7 +155,7 @@ func ruleCases() []ruleCase {
 				runs := append(anetd(t, env),
 					cli(t, "anet config set keys_file", env, "config", "set", "keys_file", link),
 					doctorFinding(t, env),
-					egress(t, "anet-egress check-keys", env, "check-keys", "--keys", link),
+					egress(t, "anet-egress check", env, "check", "--keys", link),
 					endpoint(t, n, env, `{"run_id":"r1","agent":"claude"}`, link, ""),
 				)
 				return runs, fmt.Sprintf("keys file %s is a symlink (to %s); put the file itself there, or set keys_file to the target", link, target)

@@ -2,16 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 
+	"anet.dev/anet/pkg/agents"
 	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/doctor"
 	"anet.dev/anet/pkg/helperpath"
@@ -24,7 +28,7 @@ import (
 func doctorCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
-		Usage: "check the host and the node: bubblewrap, user namespaces, the sandbox probe, helpers",
+		Usage: "check the host and the node as its helpers see them: bubblewrap, user namespaces, the sandbox probe, limits, agent, key, model, disk",
 		Flags: []cli.Flag{
 			jsonFlag,
 			&cli.BoolFlag{Name: "apparmor-profile", Usage: "print the AppArmor profile for bwrap (writes no file)"},
@@ -34,26 +38,12 @@ func doctorCommand() *cli.Command {
 				_, err := fmt.Fprint(os.Stdout, doctor.AppArmorProfile)
 				return err
 			}
-			var r doctor.Report
-			r.Add(check.Prefixed("host", doctor.System.HostChecks())...)
-			// What anetd --check checks: config file, socket paths, keys file (one rule each).
-			r.Add(check.Prefixed("config", doctor.ConfigChecks(c.Context, preflight.Options{Env: os.Getenv, ConfigPath: c.String("config")}))...)
-			p, err := runProbe()
-			r.Add(doctor.ProbeChecks(p, err)...)
-			if p != nil {
-				r.Limits, r.Warnings = p.Limits, p.Warnings
-			}
-			var st control.Status
-			if err := call(c, "GET", "/v1/status", nil, &st); err != nil {
-				r.NodeError = err.Error()
-			} else {
-				r.Node = &st
-				r.Add(doctor.HelperChecks(st.Helpers)...)
-			}
+			r := runDoctor(c)
+			var err error
 			if c.Bool("json") {
 				err = printJSON(r)
 			} else {
-				// The probe's details quote bwrap; the node's warnings may quote an agent (U1).
+				// The probe's details quote bwrap; the node's answers may quote an agent (U1).
 				termsafe.Walk(&r, termsafe.Line)
 				err = r.WriteText(os.Stdout, doctorNotes(r)...)
 			}
@@ -65,8 +55,83 @@ func doctorCommand() *cli.Command {
 	}
 }
 
-// runProbe runs the sandbox probe through anet-sandboxd, the program that owns the sandbox.
-func runProbe() (*sandbox.ProbeResult, error) {
+// runDoctor checks the host (host.NAME), the configuration as anetd --check does
+// (config.NAME), the sandbox probe (probe.NAME) and the node (node.NAME) as the running
+// anetd's helpers see them, or, with no anetd running, as they would: each helper run here
+// the way anetd runs it.
+func runDoctor(c *cli.Context) doctor.Report {
+	var r doctor.Report
+	r.Add(check.Prefixed("host", doctor.System.HostChecks())...)
+	paths, cfg, cc := doctor.ConfigChecks(c.Context, preflight.Options{Env: os.Getenv, ConfigPath: c.String("config")})
+	r.Add(check.Prefixed("config", cc)...)
+	if paths.RuntimeDir == "" { // the config could not be read: the default places
+		paths, _ = config.DefaultPaths(os.Getenv)
+	}
+	var view control.DoctorView
+	if err := call(c, "GET", "/v1/doctor", nil, &view); err == nil {
+		r.Source = "the running anetd's helpers (anetd pid " + strconv.Itoa(view.PID) + ")"
+		var st control.Status
+		if err := call(c, "GET", "/v1/status", nil, &st); err != nil {
+			r.NodeError = err.Error()
+		} else {
+			r.Node = &st
+		}
+	} else {
+		r.NodeError = err.Error()
+		r.Source = "anetd is not running: the helpers run here as anetd runs them (same PATH and environment); the agent is looked up on this shell's PATH"
+		view = localView(c.Context, paths, cfg)
+	}
+	spec, _ := agents.Lookup(string(cfg.AutoReply.Agent))
+	bw, _ := exec.LookPath("bwrap")
+	r.Add(doctor.NodeChecks(view, doctor.Setup{
+		Config: cfg, Paths: paths, AgentBinary: spec.Binary, AgentInstall: spec.Install,
+		AgentVersion: doctor.AgentVersion, BwrapOnPATH: bw,
+		LimitsFix: sandbox.LimitsFix(sandbox.ThisCgroupHost(os.Getenv)), FreeBytes: doctor.FreeBytes,
+	})...)
+	if p, err := doctor.ProbeOf(view); err == nil {
+		r.Limits, r.Warnings = p.Limits, p.Warnings
+	}
+	if r.Node != nil {
+		r.Add(doctor.HelperChecks(r.Node.Helpers)...)
+	}
+	return r
+}
+
+// localView is what the helpers would answer anetd, found without anetd: the probe of
+// anet-sandboxd run with the helpers' environment, the agent on this shell's PATH (anetd
+// started here would inherit it), anet-egress's check of the keys file and of a run.
+func localView(ctx context.Context, p config.Paths, c config.Config) control.DoctorView {
+	var v control.DoctorView
+	if raw, err := runProbe(ctx); err != nil {
+		v.ProbeError = err.Error()
+	} else {
+		v.Probe = raw
+	}
+	if spec, ok := agents.Lookup(string(c.AutoReply.Agent)); !ok {
+		v.AgentError = "unknown agent"
+	} else if prog, err := exec.LookPath(spec.Binary); err != nil {
+		v.AgentError = err.Error()
+	} else {
+		v.AgentPath, _ = filepath.Abs(prog)
+	}
+	models := ""
+	if _, err := os.Stat(p.ModelsFile()); err == nil {
+		models = p.ModelsFile()
+	}
+	q := preflight.QueryFor(c.AutoReply)
+	a, err := preflight.HelperCheck(ctx, "", p.KeysFile, models, &q)
+	if err != nil {
+		v.Keys = preflight.KeysVerdict{Code: reasons.Internal, Message: err.Error()}
+		return v
+	}
+	v.Keys, v.Run = a.Keys, a.Run
+	return v
+}
+
+// runProbe runs the sandbox probe through anet-sandboxd, the program that owns the sandbox,
+// with the environment anetd starts it with: what it finds on its own PATH is what the
+// running node would find.
+func runProbe(ctx context.Context) (json.RawMessage, error) {
 	// The same search as anetd's: beside anet in a build tree, ../libexec/anet in a package.
 	dir, err := helperpath.ForThisProgram("")
 	if err != nil {
@@ -74,7 +139,8 @@ func runProbe() (*sandbox.ProbeResult, error) {
 	}
 	bin := filepath.Join(dir, helperpath.Sandboxd)
 	var out, errb bytes.Buffer
-	cmd := exec.Command(bin, "probe", "--json")
+	cmd := exec.CommandContext(ctx, bin, "probe", "--json")
+	cmd.Env = helperpath.Env()
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()
 	var p sandbox.ProbeResult
@@ -88,23 +154,32 @@ func runProbe() (*sandbox.ProbeResult, error) {
 		}
 		return nil, fmt.Errorf("%s probe: %w", bin, err)
 	}
-	return &p, nil
+	return out.Bytes(), nil
 }
 
-// doctorNotes are the lines beside the checks: the limits mechanism, warnings, the node.
+// doctorNotes are the lines beside the checks: whose view the node's checks are, the limits
+// mechanism, and the node's warnings that no check has said already (each reason once).
 func doctorNotes(r doctor.Report) []string {
-	var notes []string
+	notes := []string{"node: " + r.Source}
 	if r.Limits != "" {
 		notes = append(notes, "limits: "+string(r.Limits))
 	}
-	for _, w := range r.Warnings {
-		notes = append(notes, fmt.Sprintf("warning %s: %s", w, reasons.Text(w)))
+	said := map[reasons.Code]bool{}
+	for _, c := range r.Checks {
+		said[c.Code] = true
 	}
-	if r.Node == nil {
-		notes = append(notes, "node: not running ("+r.NodeError+")")
-	} else {
+	for _, w := range r.Warnings {
+		if !said[w] {
+			notes = append(notes, fmt.Sprintf("warning %s: %s", w, reasons.Text(w)))
+			said[w] = true
+		}
+	}
+	if r.Node != nil {
 		for _, w := range r.Node.Warnings {
-			notes = append(notes, fmt.Sprintf("warning %s: %s %s", w.Code, w.Text, w.Detail))
+			if code := reasons.Code(w.Code); !said[code] {
+				notes = append(notes, fmt.Sprintf("warning %s: %s %s", w.Code, w.Text, reasons.Dedup(code, w.Detail)))
+				said[code] = true
+			}
 		}
 	}
 	return notes

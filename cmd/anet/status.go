@@ -12,6 +12,7 @@ import (
 
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/termsafe"
 )
 
@@ -65,8 +66,8 @@ func printStatus(st control.Status) {
 	fmt.Println("warnings:")
 	for _, wn := range st.Warnings {
 		line := fmt.Sprintf("  %s: %s", wn.Code, wn.Text)
-		if wn.Detail != "" {
-			line += " (" + wn.Detail + ")"
+		if d := reasons.Dedup(reasons.Code(wn.Code), wn.Detail); d != "" {
+			line += " (" + d + ")"
 		}
 		fmt.Println(line)
 	}
@@ -99,7 +100,14 @@ func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Bud
 	case sb.OK:
 		fmt.Fprintf(w, "sandbox:\tavailable, limits %s\n", sb.Limits)
 	default:
-		fmt.Fprintf(w, "sandbox:\tunavailable: %s (%s)\n", sb.Code, sb.Detail)
+		line := "unavailable: " + sb.Detail
+		if t := reasons.Text(reasons.Code(sb.Code)); t != "" {
+			line = "unavailable: " + sb.Code + ": " + t
+			if d := reasons.Dedup(reasons.Code(sb.Code), sb.Detail); d != "" {
+				line += " (" + d + ")"
+			}
+		}
+		fmt.Fprintf(w, "sandbox:\t%s\n", line)
 	}
 	for _, r := range ar.Reasons {
 		fmt.Fprintf(w, "reason:\t%s x%d: %s\n", r.Code, r.Count, r.Text)

@@ -11,6 +11,7 @@ import (
 	_ "anet.dev/anet/pkg/agents"
 	_ "anet.dev/anet/pkg/autoreply"
 	_ "anet.dev/anet/pkg/config"
+	_ "anet.dev/anet/pkg/doctor"
 	_ "anet.dev/anet/pkg/egress"
 	_ "anet.dev/anet/pkg/endpoint"
 	_ "anet.dev/anet/pkg/modelproxy"

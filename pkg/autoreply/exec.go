@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/agents"
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
@@ -41,16 +42,13 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	if !ok || (sandboxed && !spec.Sandbox) {
 		return fail(reasons.AgentUnsupported, "agent "+string(c.Agent))
 	}
-	prog, err := e.o.LookPath(spec.Binary)
+	prog, err := e.AgentProgram(c)
 	if err != nil {
 		// Not installed: the node is not set up to answer, which says nothing about the
 		// sandbox. The task stays in the inbox for the operator (as with auto-reply off).
-		detail := fmt.Sprintf("%s: %v (install: %s)", spec.Binary, err, spec.Install)
+		detail := fmt.Sprintf("%v (install: %s)", err, spec.Install)
 		tr.fail(stage, AgentMissing, detail)
 		return outcome{hold: true, code: AgentMissing, detail: detail}
-	}
-	if prog, err = filepath.Abs(prog); err != nil {
-		return fail(AgentMissing, err.Error())
 	}
 	sub := t.Peer + "/" + t.Interaction
 	if err := sandbox.ValidateRelPath(sub); err != nil {
@@ -176,6 +174,20 @@ func answerOf(res RunResult, workDir string, launch agents.Launch, token string)
 		return "", agents.NoAnswer, err.Error()
 	}
 	return ans, "", ""
+}
+
+// AgentProgram finds the program of c's agent as a turn starts it: on anetd's PATH, made
+// absolute. `anet doctor` shows what it finds.
+func (e *Engine) AgentProgram(c config.AutoReply) (string, error) {
+	spec, ok := agents.Lookup(string(c.Agent))
+	if !ok {
+		return "", fmt.Errorf("unknown agent %q", c.Agent)
+	}
+	prog, err := e.o.LookPath(spec.Binary)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", spec.Binary, err)
+	}
+	return filepath.Abs(prog)
 }
 
 // maskToken replaces the run's placeholder in b ("" in direct mode: nothing to mask).

@@ -186,9 +186,12 @@ func (l *LineWriter) Check(c Check) error {
 	if c.Code != "" {
 		if first, ok := l.said[c.Code]; ok {
 			text = fmt.Sprintf(" %s, as for %s", c.Code, first)
-		} else {
+		} else if _, known := reasons.Lookup(c.Code); known {
 			l.said[c.Code] = c.Name
 			text = fmt.Sprintf(" %s: %s", c.Code, reasons.Text(c.Code))
+		} else {
+			// A code this program does not carry the sentence of (one of anetd's own).
+			text = " " + string(c.Code)
 		}
 	}
 	switch {

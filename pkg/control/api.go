@@ -6,6 +6,7 @@ import (
 
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 )
 
@@ -45,6 +46,21 @@ func (s Status) HelpersRunning() bool {
 		}
 	}
 	return true
+}
+
+// DoctorView is what anetd and its helpers see, for `anet doctor` (GET /v1/doctor, S8): the
+// sandbox probe as the running anet-sandboxd answers it, the agent program as anetd finds it,
+// and anet-egress's verdicts on the keys file and on a run of the configured agent.
+type DoctorView struct {
+	PID int `json:"pid"`
+	// Probe is anet-sandboxd's probe answer (the sandbox package's ProbeResult).
+	Probe      json.RawMessage `json:"probe,omitempty"`
+	ProbeError string          `json:"probe_error,omitempty"`
+	// AgentPath is the configured agent's program on anetd's PATH ("" with AgentError).
+	AgentPath  string                `json:"agent_path,omitempty"`
+	AgentError string                `json:"agent_error,omitempty"`
+	Keys       preflight.KeysVerdict `json:"keys"`
+	Run        *preflight.RunVerdict `json:"run,omitempty"`
 }
 
 // ReloadState is the outcome of the last reload (SIGHUP, anet reload, a config change by

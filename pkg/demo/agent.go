@@ -59,6 +59,10 @@ func RunAgent(args []string, getenv func(string) string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "demo agent: %v\n", err)
 		return 1
 	}
+	if len(args) == 2 && args[1] == "--version" {
+		fmt.Fprintln(stdout, "anet demo agent (Claude Code stand-in)")
+		return 0
+	}
 	if len(args) < 2 {
 		return fail(fmt.Errorf("no task"))
 	}

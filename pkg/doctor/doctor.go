@@ -5,12 +5,15 @@ package doctor
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -24,8 +27,22 @@ type Host struct {
 	LookPath func(string) (string, error)
 }
 
-// System is the real host.
-var System = Host{ProcSys: "/proc/sys", AppArmorProfiles: "/sys/kernel/security/apparmor/profiles", LookPath: exec.LookPath}
+// System is the real host; programs are looked up on the helpers' PATH, where anet-sandboxd
+// looks for bwrap, not on the operator's.
+var System = Host{ProcSys: "/proc/sys", AppArmorProfiles: "/sys/kernel/security/apparmor/profiles", LookPath: lookPathIn(helperpath.PATH)}
+
+// lookPathIn finds an executable file named name in the directories of path.
+func lookPathIn(path string) func(string) (string, error) {
+	return func(name string) (string, error) {
+		for _, dir := range filepath.SplitList(path) {
+			p := filepath.Join(dir, name)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("%s: not found in %s", name, path)
+	}
+}
 
 // HostChecks runs the checks that need no sandbox: bubblewrap present, user namespaces
 // allowed by the kernel and by AppArmor.
@@ -33,7 +50,7 @@ func (h Host) HostChecks() []check.Check {
 	var out []check.Check
 	bw := check.Check{Name: "bubblewrap", Requirement: "L1", OK: true}
 	if p, err := h.LookPath("bwrap"); err != nil {
-		bw.OK, bw.Code, bw.Detail, bw.Fix = false, reasons.NoBwrap, "bwrap is not on PATH", "sudo apt-get install bubblewrap"
+		bw.OK, bw.Code, bw.Detail, bw.Fix = false, reasons.NoBwrap, "bwrap is not on the helpers' PATH ("+helperpath.PATH+")", "sudo apt-get install bubblewrap"
 	} else {
 		bw.Detail = p
 		if v, err := exec.Command(p, "--version").Output(); err == nil {

@@ -10,11 +10,15 @@ import (
 	"anet.dev/anet/pkg/sandbox"
 )
 
-// Report is `anet doctor`: the host's checks (host.NAME), the sandbox probe's (probe.NAME) and
-// the running node's helpers (node.NAME) in the shared check shape, with the probe's limits
-// mechanism and warnings and the node's status beside them.
+// Report is `anet doctor`: the host's checks (host.NAME), the configuration's as anetd --check
+// gives them (config.NAME), the sandbox probe's (probe.NAME) and the node's (node.NAME: limits,
+// agent, key, model, work disks, and the running node's helpers) in the shared check shape,
+// with the probe's limits mechanism and warnings and the node's status beside them.
 type Report struct {
 	check.Report
+	// Source says whose view the probe and node checks are: the running anetd's helpers, or
+	// the helpers run here as anetd runs them when no anetd runs.
+	Source   string               `json:"source"`
 	Limits   sandbox.CgroupLimits `json:"limits,omitempty"`
 	Warnings []reasons.Code       `json:"warnings,omitempty"`
 	// Node is the running node's status, or nil with NodeError saying why there is none; a

@@ -78,6 +78,43 @@ type Endpoint struct {
 	closed   bool
 }
 
+// resolve is what an endpoint for p needs before it listens: the upstream (E10), its key,
+// and the rule engine with the pinned model (E2).
+func resolve(p Policy, k keys.Keys, modelsOverride string) (modelproxy.Upstream, keys.Secret, *modelproxy.Engine, error) {
+	up, err := modelproxy.UpstreamFor(p.Agent, p.APIBase)
+	if err != nil {
+		return up, keys.Secret{}, nil, err
+	}
+	key, ok := k.Get(up.KeyProvider)
+	if !ok {
+		return up, keys.Secret{}, nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
+	}
+	cat, err := modelproxy.LoadCatalog(modelsOverride)
+	if err != nil {
+		return up, keys.Secret{}, nil, err
+	}
+	eng, err := modelproxy.NewEngine(up, p.Model, cat)
+	if err != nil {
+		return up, keys.Secret{}, nil, err
+	}
+	return up, key, eng, nil
+}
+
+// Check answers whether a run with policy p could open its endpoint here, as Open decides
+// it (upstream, key, pinned model), without opening anything; it returns the model the run
+// would be pinned to. `anet doctor` asks it of the running anet-egress, or of `anet-egress
+// check` when no anetd runs.
+func Check(p Policy, k keys.Keys, modelsOverride string) (string, error) {
+	if err := p.Validate(); err != nil {
+		return "", err
+	}
+	_, _, eng, err := resolve(p, k, modelsOverride)
+	if err != nil {
+		return "", err
+	}
+	return eng.Model(), nil
+}
+
 // Open starts the endpoint of run p: it makes dir (0700; an existing dir must be ours and
 // 0700), listens on dir/endpoint.sock (0600), and serves until Close. The key for p's
 // upstream must be in k. tunnel handles CONNECT; nil refuses every CONNECT.
@@ -90,19 +127,7 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 		log = slog.Default()
 	}
 	log = log.With("run", p.RunID)
-	up, err := modelproxy.UpstreamFor(p.Agent, p.APIBase)
-	if err != nil {
-		return nil, fmt.Errorf("open endpoint: %w", err)
-	}
-	key, ok := k.Get(up.KeyProvider)
-	if !ok {
-		return nil, fmt.Errorf("open endpoint: %w", reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider))
-	}
-	cat, err := modelproxy.LoadCatalog(o.ModelsOverride)
-	if err != nil {
-		return nil, fmt.Errorf("open endpoint: %w", err)
-	}
-	eng, err := modelproxy.NewEngine(up, p.Model, cat)
+	up, key, eng, err := resolve(p, k, o.ModelsOverride)
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint: %w", err)
 	}

@@ -74,3 +74,12 @@ func holdsBoth(dir string) bool {
 	}
 	return true
 }
+
+// Env is the whole environment every helper starts with, before what each one is given by
+// name: a fixed PATH (not the operator's) and a UTF-8 locale. `anet doctor` and the checks of
+// anetd --check run the helpers with it too, so that they see what the running helpers see
+// (a bwrap only on the operator's PATH is not one anet-sandboxd finds).
+func Env() []string { return []string{"PATH=" + PATH, "LANG=C.UTF-8"} }
+
+// PATH is the helpers' search path.
+const PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -27,6 +27,7 @@ func (n *Node) routes(s *control.Server) {
 	n.peerRoutes(s)
 	n.autoReplyRoutes(s)
 	n.reloadRoutes(s)
+	s.Handle("GET", "/v1/doctor", n.doctorView)
 }
 
 func (n *Node) status() control.Status {

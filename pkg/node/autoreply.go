@@ -28,6 +28,8 @@ type autoReplier interface {
 	test(ctx context.Context, emit func(control.AutoReplyEvent)) control.AutoReplyTest
 	// reload makes c and the work root the settings of turns that start from now on (U3).
 	reload(c config.AutoReply, directWork string) error
+	// agentProgram is c's agent program as a turn would start it (anet doctor).
+	agentProgram(c config.AutoReply) (string, error)
 }
 
 func (n *Node) autoReplyRoutes(s *control.Server) {

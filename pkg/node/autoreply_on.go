@@ -126,6 +126,10 @@ func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, con
 	return out, b, nil
 }
 
+func (a engineAdapter) agentProgram(c config.AutoReply) (string, error) {
+	return a.Engine.AgentProgram(c)
+}
+
 func (a engineAdapter) reload(c config.AutoReply, directWork string) error {
 	return a.Engine.Reload(autoreply.Settings{Config: c, DirectWork: directWork})
 }

@@ -12,10 +12,7 @@ import (
 // helperEnvBase lists the only variables a helper gets, by name. Nothing is copied from the
 // daemon's environment wholesale (docs/architecture.md rule 2): not the operator's secrets, not a
 // proxy setting (H7).
-var helperEnvBase = []string{
-	"PATH=/usr/local/bin:/usr/bin:/bin",
-	"LANG=C.UTF-8",
-}
+var helperEnvBase = helperpath.Env()
 
 // passThrough names the variables copied from anetd's environment when set, per helper, and
 // why. TZ: the budget day and log times follow the node's time zone. SSL_CERT_FILE and

@@ -10,7 +10,7 @@
 //     socket address (config.CheckSocketPath, which anet-egress applies to each run);
 //   - the keys file: owner, mode, no symlink (config.OpenKeysFile) and its content, which
 //     only anet-egress may read, so the verdict is anet-egress's own: `anet-egress
-//     check-keys` runs keys.Load, the function the serving helper uses.
+//     check` runs keys.Load, the function the serving helper uses.
 package preflight
 
 import (
@@ -26,6 +26,7 @@ import (
 
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/helperpath"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -76,7 +77,7 @@ func Run(ctx context.Context, o Options) (config.Paths, config.Config, error) {
 	return p, c, nil
 }
 
-// KeysVerdict is `anet-egress check-keys --json`: the keys file's verdict by the function the
+// KeysVerdict is the keys file's verdict in `anet-egress check --json` by the function the
 // serving helper reads it with. It names providers, never a key.
 type KeysVerdict struct {
 	OK        bool         `json:"ok"`
@@ -115,6 +116,55 @@ func (v KeysVerdict) Err() error {
 	return &config.PermError{Code: v.Code, Msg: v.Message}
 }
 
+// RunQuery asks whether a run of Agent (with APIBase and Model, as configured) could open its
+// endpoint: the upstream, its key, the model it would be pinned to (E2, E10).
+type RunQuery struct {
+	Agent   string `json:"agent"`
+	APIBase string `json:"api_base,omitempty"`
+	Model   string `json:"model,omitempty"`
+}
+
+// QueryFor is the run the configuration's auto-reply would make: its agent, or for the openai
+// back-end the agent whose upstream the completion uses.
+func QueryFor(a config.AutoReply) RunQuery {
+	agent := string(a.Agent)
+	if a.Backend == config.BackendOpenAI {
+		agent = upstream.CompletionAgent(a.APIBase)
+	}
+	return RunQuery{Agent: agent, APIBase: a.APIBase, Model: a.Model}
+}
+
+// RunVerdict is anet-egress's answer to a RunQuery, by the function that opens endpoints.
+type RunVerdict struct {
+	OK bool `json:"ok"`
+	// Model is the model the run would be pinned to.
+	Model   string       `json:"model,omitempty"`
+	Code    reasons.Code `json:"code,omitempty"`
+	Message string       `json:"message,omitempty"`
+}
+
+// RunVerdictOf is the verdict for endpoint.Check's result.
+func RunVerdictOf(model string, err error) RunVerdict {
+	if err == nil {
+		return RunVerdict{OK: true, Model: model}
+	}
+	v := RunVerdict{Code: reasons.CodeOf(err), Message: reasons.Message(err)}
+	if v.Code == "" {
+		v.Code = reasons.Internal
+	}
+	return v
+}
+
+// MethodCheckRun asks the running anet-egress a RunQuery (→ RunVerdict), with the keys and the
+// models file it serves with.
+const MethodCheckRun = "endpoint.check"
+
+// CheckAnswer is `anet-egress check --json`: the keys file's verdict and, when asked, a run's.
+type CheckAnswer struct {
+	Keys KeysVerdict `json:"keys"`
+	Run  *RunVerdict `json:"run,omitempty"`
+}
+
 // keysTimeout bounds the helper's check; it reads one small file.
 const keysTimeout = 30 * time.Second
 
@@ -122,29 +172,38 @@ const keysTimeout = 30 * time.Second
 // (only anet-egress holds keys), so they run the helper's own check, with the same clean
 // environment anetd starts it with, rather than a copy of it.
 func Keys(ctx context.Context, helperDir, keysPath string) error {
-	v, err := KeysCheck(ctx, helperDir, keysPath)
+	a, err := HelperCheck(ctx, helperDir, keysPath, "", nil)
 	if err != nil {
 		return err
 	}
-	return v.Err()
+	return a.Keys.Err()
 }
 
-// KeysCheck runs `anet-egress check-keys` on keysPath and returns its verdict.
-func KeysCheck(ctx context.Context, helperDir, keysPath string) (KeysVerdict, error) {
+// HelperCheck runs `anet-egress check` as anetd would run the helper: the keys file's
+// verdict and, when run is set, whether such a run could open its endpoint (with the models
+// override file models, "" for none).
+func HelperCheck(ctx context.Context, helperDir, keysPath, models string, run *RunQuery) (CheckAnswer, error) {
 	dir, err := helperpath.ForThisProgram(helperDir)
 	if err != nil {
-		return KeysVerdict{}, fmt.Errorf("check keys file: %w", err)
+		return CheckAnswer{}, fmt.Errorf("check keys file: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, keysTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, helperpath.Egress), "check-keys", "--json", "--keys", keysPath)
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"}
+	args := []string{"check", "--json", "--keys", keysPath}
+	if models != "" {
+		args = append(args, "--models", models)
+	}
+	if run != nil {
+		args = append(args, "--agent", run.Agent, "--api-base", run.APIBase, "--model", run.Model)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, helperpath.Egress), args...)
+	cmd.Env = helperpath.Env()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	runErr := cmd.Run()
-	var v KeysVerdict
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
-		return KeysVerdict{}, fmt.Errorf("check keys file with %s: %v: %s", cmd.Path, runErr, strings.TrimSpace(errb.String()))
+	var a CheckAnswer
+	if err := json.Unmarshal(out.Bytes(), &a); err != nil {
+		return CheckAnswer{}, fmt.Errorf("check keys file with %s: %v: %s", cmd.Path, runErr, strings.TrimSpace(errb.String()))
 	}
-	return v, nil
+	return a, nil
 }

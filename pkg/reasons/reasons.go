@@ -68,6 +68,9 @@ const (
 	NoAPIKey  Code = "no_api_key"
 	NoAPIBase Code = "no_api_base"
 	NoModel   Code = "no_model"
+	// AgentMissing: the configured agent's program is not on anetd's PATH (anet doctor says
+	// so too, with the command that installs it).
+	AgentMissing Code = "agent_missing"
 )
 
 // Warnings (S6, N1, N2).
@@ -103,7 +106,7 @@ func init() {
 		{SandboxUnavailable, KindRefusal, "the provider's sandbox cannot run this task now; send it again later", "F1"},
 		{Budget, KindRefusal, "the provider has used up today's runs or spending for untrusted peers; send it again after the day ends", "B4"},
 
-		{NoBwrap, KindSandbox, "bubblewrap is not installed: install the bubblewrap package", "L1"},
+		{NoBwrap, KindSandbox, "anet-sandboxd finds no bwrap on its PATH (/usr/local/bin:/usr/bin:/bin): install the bubblewrap package", "L1"},
 		{UsernsBlocked, KindSandbox, "the AppArmor policy blocks user namespaces for bwrap; install the narrow profile: anet doctor --apparmor-profile | sudo tee /etc/apparmor.d/anet-bwrap >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/anet-bwrap", "L2"},
 		{UsernsUnavailable, KindSandbox, "the kernel or container does not allow user namespaces", "F2"},
 		{SandboxStartFailed, KindSandbox, "bubblewrap could not set up the sandbox; run `anet doctor --json` and report the result, or set auto_reply.untrusted to off", "F2"},
@@ -115,6 +118,7 @@ func init() {
 		{NoAPIKey, KindConfig, "no key for the model service is in the keys file", "F2"},
 		{NoAPIBase, KindConfig, "auto_reply.api_base must be set for this agent", "E10"},
 		{NoModel, KindConfig, "no model is configured and the upstream has no known cheapest model", "E2"},
+		{AgentMissing, KindConfig, "the configured agent (auto_reply.agent) is not installed on anetd's PATH", "F2"},
 
 		{NoCgroupLimits, KindWarning, "memory and task limits are not available (no user systemd and no delegated cgroup); the other limits still apply", "S6"},
 		{DiskLow, KindWarning, "free disk space is below intake.disk_free_min: tasks from peers the node does not know are refused (known peers below half of it, trusted peers below a quarter); free space or lower the floor", "N1"},
@@ -215,4 +219,19 @@ func Message(err error) string {
 		msg = strings.TrimPrefix(msg, string(c)+": ")
 	}
 	return msg
+}
+
+// Dedup returns detail without the "code: text" that a detail made from an error of this
+// code begins with (and without the parentheses around what follows it), so that a line
+// showing the code and its text says them once.
+func Dedup(code Code, detail string) string {
+	rest, ok := strings.CutPrefix(detail, string(code)+": "+Text(code))
+	if !ok {
+		return detail
+	}
+	rest = strings.TrimSpace(strings.TrimPrefix(rest, ":"))
+	if strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ")") {
+		rest = rest[1 : len(rest)-1]
+	}
+	return rest
 }

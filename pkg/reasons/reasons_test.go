@@ -38,3 +38,19 @@ func TestCatalogEntriesHaveSentences(t *testing.T) {
 		t.Errorf("New(budget).Error() = %q", err)
 	}
 }
+
+// S8: a line that shows a code and its text does not say them again from the detail.
+func TestDedup(t *testing.T) {
+	full := string(NoBwrap) + ": " + Text(NoBwrap)
+	for _, tc := range [][2]string{
+		{full + " (exec: \"bwrap\": not found)", "exec: \"bwrap\": not found"},
+		{full + ": more", "more"},
+		{full, ""},
+		{"something else", "something else"},
+		{string(NoModel) + ": " + Text(NoModel), string(NoModel) + ": " + Text(NoModel)},
+	} {
+		if got := Dedup(NoBwrap, tc[0]); got != tc[1] {
+			t.Errorf("Dedup(%q) = %q, want %q", tc[0], got, tc[1])
+		}
+	}
+}

@@ -37,6 +37,11 @@ func run() error {
 	if len(os.Args) < 2 {
 		return fmt.Errorf("no task")
 	}
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		// What anet doctor asks of the agent's program.
+		fmt.Println("testagent 1.0 (Claude Code stand-in)")
+		return nil
+	}
 	task := os.Args[len(os.Args)-1]
 	f, err := os.OpenFile("started", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

@@ -45,8 +45,8 @@ func New(k keys.Keys, runsDir, models string, log *slog.Logger) *Service {
 	return &Service{keys: k, keysErr: preflight.KeysVerdict{OK: true}, runsDir: runsDir, models: models, log: log, open: map[string]*endpoint.Endpoint{}}
 }
 
-// Handlers answer anetd's requests: runpolicy's open, close and usage, completion, and a
-// reload of the keys file.
+// Handlers answer anetd's requests: runpolicy's open, close and usage, completion, a reload
+// of the keys file, and the check of a run for anet doctor.
 func (s *Service) Handlers() map[string]privsep.Handler {
 	return map[string]privsep.Handler{
 		runpolicy.MethodOpen:       s.handleOpen,
@@ -54,6 +54,7 @@ func (s *Service) Handlers() map[string]privsep.Handler {
 		runpolicy.MethodUsage:      s.handleUsage,
 		completion.Method:          s.handleComplete,
 		preflight.MethodReloadKeys: s.handleReloadKeys,
+		preflight.MethodCheckRun:   s.handleCheckRun,
 	}
 }
 
@@ -161,6 +162,17 @@ func (s *Service) handleClose(_ context.Context, req *privsep.Request) (privsep.
 		s.log.Warn("close endpoint", "run", in.RunID, "err", err)
 	}
 	return privsep.Reply{Body: runpolicy.CloseReply{Usage: usage}}, nil
+}
+
+// handleCheckRun answers whether a run could open its endpoint here, with the keys and models
+// in use (anet doctor, through anetd).
+func (s *Service) handleCheckRun(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
+	var q preflight.RunQuery
+	if err := req.Decode(&q); err != nil {
+		return privsep.Reply{}, err
+	}
+	p := endpoint.Policy{RunID: "check", Agent: q.Agent, APIBase: q.APIBase, Model: q.Model}
+	return privsep.Reply{Body: preflight.RunVerdictOf(endpoint.Check(p, s.currentKeys(), s.models))}, nil
 }
 
 // handleUsage reports an open endpoint's usage without closing it (the progress of `anet

@@ -114,11 +114,15 @@ func For(agent, apiBase string) (Upstream, error) {
 
 // ForCompletion is the upstream of the openai back-end (P3): api.openai.com, or the
 // operator's api_base service when one is set (reached as opencode reaches it).
-func ForCompletion(apiBase string) (Upstream, error) {
+func ForCompletion(apiBase string) (Upstream, error) { return For(CompletionAgent(apiBase), apiBase) }
+
+// CompletionAgent is the agent whose upstream the openai back-end uses: codex's
+// (api.openai.com) without an api_base, opencode's (the api_base service) with one.
+func CompletionAgent(apiBase string) string {
 	if strings.TrimSpace(apiBase) == "" {
-		return For("codex", "")
+		return "codex"
 	}
-	return For("opencode", apiBase)
+	return "opencode"
 }
 
 // Base is a parsed api_base.
