@@ -267,6 +267,9 @@ func (e *Endpoint) Close() error {
 		t.Close()
 	}
 	<-e.served
+	// After the server: its connections are closed, so requests in flight end and the run's
+	// share of the upstream connections is given back.
+	e.proxy.Close()
 	if rerr := os.Remove(e.sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
 		err = rerr
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -188,4 +189,103 @@ func TestFallbackExtrasNeverReachUpstreamE4(t *testing.T) {
 	if resp.StatusCode != 200 || len(up.Requests()) != 1 {
 		t.Fatalf("a clean fallback: %d %s, upstream saw %d; want it forwarded", resp.StatusCode, body, len(up.Requests()))
 	}
+}
+
+// Q1, E1, E7, F3: runs on the same upstream share one warm connection, and sharing it carries
+// nothing of one run into another; a finished run leaves no socket behind. Two runs with
+// their own placeholders send requests marked as theirs: the upstream sees one connection,
+// the operator's key on every request, and never a placeholder or another run's headers. A run
+// opened while another is still open reuses the connection. Once every run has ended, the
+// upstream sees its connection closed and this process holds no more descriptors than before.
+func TestRunsShareUpstreamConnectionsQ1(t *testing.T) {
+	ca, err := testkit.NewCA("api.anthropic.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := loadKeys(t, "anthropic: "+testKey+"\n")
+	open := func(run string) *Endpoint {
+		e, err := Open(shortDir(t), Policy{RunID: run, Agent: "claude"}, k, nil,
+			Options{RootCAs: ca.Pool, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatalf("Open(%s): %v", run, err)
+		}
+		return e
+	}
+	up := modelproxytest.NewUpstream(ca, testKey, "not-a-placeholder-of-these-runs", "claude-haiku-5-5")
+	defer up.Close()
+	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	fdsBefore := countFDs(t)
+
+	a, b := open("run-a"), open("run-b")
+	send := func(e *Endpoint, run string) {
+		h := http.Header{"X-Api-Key": {e.Placeholder()}, "User-Agent": {"agent-of-" + run},
+			"Anthropic-Beta": {"prompt-caching-2024-07-31"}, "Cookie": {"c=" + run + "-" + modelproxytest.AgentCred}}
+		body := `{"model":"haiku","max_tokens":64,"messages":[{"role":"user","content":"from ` + run + `"}]}`
+		resp, got := call(t, unixClient(e.SocketPath()), "POST", "/v1/messages", h, body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: POST = %d %s", run, resp.StatusCode, got)
+		}
+	}
+	for range 3 {
+		send(a, "run-a")
+		send(b, "run-b")
+	}
+	a.Close()
+	c := open("run-c")
+	send(c, "run-c")
+
+	reqs := up.Requests()
+	if len(reqs) != 7 {
+		t.Fatalf("upstream saw %d requests, want 7", len(reqs))
+	}
+	secrets := map[string]string{"run-a": a.Placeholder(), "run-b": b.Placeholder(), "run-c": c.Placeholder()}
+	for i, r := range reqs {
+		var dump strings.Builder
+		r.Header.Write(&dump)
+		dump.Write(r.Body)
+		own := ""
+		for run := range secrets {
+			if strings.Contains(string(r.Body), "from "+run) {
+				own = run
+			}
+		}
+		if own == "" || r.Header.Get("User-Agent") != "agent-of-"+own || r.Header.Get("X-Api-Key") != testKey {
+			t.Errorf("request %d: run %q, User-Agent %q, key right %v", i, own, r.Header.Get("User-Agent"), r.Header.Get("X-Api-Key") == testKey)
+		}
+		for run, ph := range secrets {
+			if strings.Contains(dump.String(), ph) {
+				t.Errorf("request %d (%s) carries the placeholder of %s", i, own, run)
+			}
+			if run != own && strings.Contains(dump.String(), run) {
+				t.Errorf("request %d (%s) carries something of %s:\n%s", i, own, run, dump.String())
+			}
+		}
+		if r.Remote != reqs[0].Remote {
+			t.Errorf("request %d came over %s, request 0 over %s: runs do not share the connection", i, r.Remote, reqs[0].Remote)
+		}
+	}
+	if opened, _ := up.Connections(); opened != 1 {
+		t.Errorf("upstream accepted %d connections for three runs, want 1", opened)
+	}
+	for _, p := range up.Problems() {
+		t.Errorf("fake upstream: %s", p)
+	}
+
+	b.Close()
+	c.Close()
+	testkit.WaitFor(t, "the upstream connection closed after the last run", func() bool {
+		_, open := up.Connections()
+		return open == 0
+	})
+	testkit.WaitFor(t, "no descriptor left behind", func() bool { return countFDs(t) <= fdsBefore })
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	es, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(es)
 }

@@ -25,13 +25,39 @@ func NewJSON(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: Redact}))
 }
 
-// Redact is a slog ReplaceAttr function that blanks sensitive attributes.
+// Redact is a slog ReplaceAttr function that blanks sensitive attributes. It runs for every
+// attribute of every line, so it compares without allocating.
 func Redact(_ []string, a slog.Attr) slog.Attr {
-	k := strings.ToLower(a.Key)
+	k := a.Key
+	if !isASCII(k) {
+		// Unicode case folding can change a key's length; fold it whole.
+		k = strings.ToLower(k)
+	}
 	for _, s := range sensitive {
-		if k == s || strings.HasSuffix(k, "_"+s) || strings.HasSuffix(k, "-"+s) {
+		if sensitiveKey(k, s) {
 			return slog.String(a.Key, "[redacted]")
 		}
 	}
 	return a
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// sensitiveKey reports whether key is s, or ends in "_"+s or "-"+s, ignoring ASCII case.
+func sensitiveKey(key, s string) bool {
+	if len(key) < len(s) || !strings.EqualFold(key[len(key)-len(s):], s) {
+		return false
+	}
+	if len(key) == len(s) {
+		return true
+	}
+	c := key[len(key)-len(s)-1]
+	return c == '_' || c == '-'
 }

@@ -73,6 +73,7 @@ func newHarness(t testing.TB, agent, model string, lim Limits, opts ...func(*Opt
 		t.Fatalf("New: %v", err)
 	}
 	h.proxy = p
+	t.Cleanup(p.Close)
 	h.front = httptest.NewServer(p)
 	t.Cleanup(h.front.Close)
 	return h

@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +45,8 @@ type Options struct {
 	Allowance *money.Micros
 	// RootCAs verifies the upstream; nil means the system store (SSL_CERT_FILE works).
 	RootCAs *x509.CertPool
-	// Transport overrides NewTransport(RootCAs); nil means that transport.
+	// Transport overrides the upstream transport; nil means the one transport every run on
+	// the same upstream and trust store shares (see shared.go).
 	Transport http.RoundTripper
 	// Logger receives one line per request; nil means slog.Default().
 	Logger *slog.Logger
@@ -65,6 +67,12 @@ type Proxy struct {
 	unmetered bool
 	// upstreamStats are the model service's answers, for the run's progress and log.
 	upstreamStats upstreamStats
+
+	// release gives the shared upstream transport back (nil with Options.Transport).
+	release  func()
+	inflight sync.WaitGroup
+	mu       sync.Mutex // guards closed and inflight.Add
+	closed   bool
 }
 
 type stateKey struct{}
@@ -104,7 +112,7 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 	}
 	tr := o.Transport
 	if tr == nil {
-		tr = NewTransport(o.RootCAs)
+		tr, p.release = acquireTransport(up, o.RootCAs)
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
@@ -115,6 +123,34 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 	}
 	return p, nil
+}
+
+// Close ends the proxy: it waits for the requests in flight (their connections are already
+// closed by the endpoint, so they end promptly) and gives back the shared upstream transport,
+// whose idle connections close when no other run uses them. Later requests are refused.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.inflight.Wait()
+	if p.release != nil {
+		p.release()
+	}
+}
+
+// enter counts a request in flight; false once the proxy is closed.
+func (p *Proxy) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.inflight.Add(1)
+	return true
 }
 
 // Usage returns the run's model traffic so far.
@@ -142,22 +178,45 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cw := &countingWriter{ResponseWriter: w, total: &p.c.toAgent}
 	path := r.URL.EscapedPath()
 	fam := p.eng.FamilyFor(path, r.Header)
-	api, ref, notes, in := p.serve(cw, r, path)
+	var (
+		api   API
+		ref   *Refusal
+		notes []string
+		in    int64
+	)
+	if p.enter() {
+		api, ref, notes, in = p.serve(cw, r, path)
+		p.inflight.Done()
+	} else {
+		ref = &Refusal{Code: UpstreamFailed, Status: http.StatusServiceUnavailable, Detail: "the run has ended"}
+	}
 	status := cw.status
 	if ref != nil {
 		p.c.refused(ref.Code)
 		writeRefusal(cw, fam, ref)
 		status = ref.Status
 	}
-	attrs := []any{"method", r.Method, "path", reasons.Clip(path, 80), "api", string(api), "status", status,
-		"bytes_in", in, "bytes_out", cw.n, "duration_ms", time.Since(start).Milliseconds()}
+	p.logRequest(r.Method, path, api, status, in, cw.n, time.Since(start), ref, notes)
+}
+
+// logRequest writes the request's one log line. Attributes are typed (no boxing of each
+// value into an interface) and the handler skips the call entirely below its level.
+func (p *Proxy) logRequest(method, path string, api API, status int, in, out int64, d time.Duration, ref *Refusal, notes []string) {
+	ctx := context.Background()
+	if !p.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	var buf [10]slog.Attr
+	attrs := append(buf[:0], slog.String("method", method), slog.String("path", reasons.Clip(path, 80)),
+		slog.String("api", string(api)), slog.Int("status", status), slog.Int64("bytes_in", in),
+		slog.Int64("bytes_out", out), slog.Int64("duration_ms", d.Milliseconds()))
 	if ref != nil {
-		attrs = append(attrs, "reason", string(ref.Code), "detail", ref.Detail)
+		attrs = append(attrs, slog.String("reason", string(ref.Code)), slog.String("detail", ref.Detail))
 	}
 	if len(notes) > 0 {
-		attrs = append(attrs, "notes", strings.Join(notes, "; "))
+		attrs = append(attrs, slog.String("notes", strings.Join(notes, "; ")))
 	}
-	p.log.Info("model request", attrs...)
+	p.log.LogAttrs(ctx, slog.LevelInfo, "model request", attrs...)
 }
 
 // serve runs auth, routing, limits and rules; it forwards or returns the refusal to write.

@@ -74,6 +74,7 @@ func (s *Service) complete(ctx context.Context, in completion.Request) (completi
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}
+	defer proxy.Close()
 	body, err := json.Marshal(map[string]any{
 		"model":                 eng.Model(),
 		"messages":              []map[string]string{{"role": "user", "content": in.Task}},

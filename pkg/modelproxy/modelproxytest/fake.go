@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,13 +39,17 @@ type Upstream struct {
 	usage    Usage
 	requests []Recorded
 	problems []string
+	// connections the upstream accepted, and how many of them are still open.
+	opened, open int
 }
 
 // Recorded is one request as the upstream received it.
 type Recorded struct {
-	Path   string
-	Query  string
-	Proto  int
+	Path  string
+	Query string
+	Proto int
+	// Remote is the client's address: requests from one connection share it.
+	Remote string
 	Header http.Header
 	Body   []byte
 }
@@ -71,6 +76,7 @@ func NewUpstream(ca *testkit.CA, key, placeholder, pinned string) *Upstream {
 	// Handshake failures are expected in tests that present an untrusted CA.
 	f.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	f.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
+	f.srv.Config.ConnState = f.connState
 	f.srv.StartTLS()
 	return f
 }
@@ -83,6 +89,25 @@ func (f *Upstream) Close() { f.srv.Close() }
 
 // DropConnections closes the connections the proxy keeps open to the fake.
 func (f *Upstream) DropConnections() { f.srv.CloseClientConnections() }
+
+func (f *Upstream) connState(_ net.Conn, s http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch s {
+	case http.StateNew:
+		f.opened++
+		f.open++
+	case http.StateClosed, http.StateHijacked:
+		f.open--
+	}
+}
+
+// Connections returns how many connections the fake accepted and how many are open now.
+func (f *Upstream) Connections() (opened, open int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opened, f.open
+}
 
 // Problems lists every assertion that failed on a request so far.
 func (f *Upstream) Problems() []string {
@@ -144,7 +169,7 @@ func apiError(w http.ResponseWriter, anthropic bool, status int, typ, msg string
 func (f *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
-	f.requests = append(f.requests, Recorded{Path: r.URL.Path, Query: r.URL.RawQuery, Proto: r.ProtoMajor, Header: r.Header.Clone(), Body: body})
+	f.requests = append(f.requests, Recorded{Path: r.URL.Path, Query: r.URL.RawQuery, Proto: r.ProtoMajor, Remote: r.RemoteAddr, Header: r.Header.Clone(), Body: body})
 	models := f.models
 	f.mu.Unlock()
 	anthropic := strings.HasPrefix(r.URL.Path, "/v1/messages")
