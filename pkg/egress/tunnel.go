@@ -165,12 +165,16 @@ func (t *tunnel) finish(code reasons.Code, detail string) {
 		"reason", string(code), "detail", detail)
 }
 
-// pump copies src to dst under the run's byte allowance b. It waits until src has bytes
-// queued, reserves exactly those, and moves them with one ReadFrom over an io.LimitedReader,
-// which keeps Go's splice path when both ends are sockets. The copy never waits
-// for data while holding a reservation.
+// pump copies src to dst under the run's byte allowance b. Between two kernel sockets it
+// splices through a pipe (splicePump). Otherwise it waits until src has bytes queued, reserves
+// exactly those, and moves them with one ReadFrom over an io.LimitedReader. Either way the
+// copy never waits for data while holding a reservation.
 func (t *tunnel) pump(dir int, dst, src net.Conn, b *budget) {
 	defer t.done[dir].Store(true)
+	if s := newSplicer(dst, src); s != nil {
+		t.splicePump(dir, dst, src, b, s)
+		return
+	}
 	idle := t.p.limits.IdleTimeout
 	var buf []byte // for copies that cannot splice
 	for {
