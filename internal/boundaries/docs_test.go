@@ -16,7 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the generated Tests column of docs/architecture.md's enforcement table")
 
 // idLetters are the first letters of requirement ids (docs/requirements.md).
-const idLetters = "PLMOASEHRBFCVNKU"
+const idLetters = "PLMOASEHRBFCVNKUQ"
 
 // citedID finds a requirement id standing as a word in text ("R1", "E10").
 var citedID = regexp.MustCompile(`\b[` + idLetters + `]\d{1,2}\b`)
