@@ -48,7 +48,9 @@ type Entry struct {
 	Details     json.RawMessage
 	PrevHash    [32]byte
 	Hash        [32]byte
-	Sig         []byte
+	// Sig is the entry's own signature of its hash, in chains written before checkpoints;
+	// empty when a signed checkpoint at or after the entry vouches for it.
+	Sig []byte
 }
 
 // EntryInput is what a caller supplies; the store adds the sequence number, time and links.
@@ -208,8 +210,9 @@ func jsonKind(raw []byte) string {
 	}
 }
 
-// Append adds an entry to the chain in its own IMMEDIATE transaction and returns it once
-// it is committed (and, with synchronous=FULL, durable).
+// Append adds an entry to the chain and returns it once it is committed (and, with
+// synchronous=FULL, durable). Concurrent appends share one transaction, one checkpoint
+// signature and one fsync (group.go), in the order they were called.
 func (s *Store) Append(ctx context.Context, signer Signer, in EntryInput) (Entry, error) {
 	var e Entry
 	err := s.writeTx(ctx, "append evidence "+in.Kind, func(tx *sql.Tx) error {
@@ -226,7 +229,9 @@ func (s *Store) Append(ctx context.Context, signer Signer, in EntryInput) (Entry
 // AppendTx adds an entry inside the caller's transaction, so that a row of another table
 // and its evidence are committed together or not at all. tx must be a read-write
 // transaction begun on s.DB() (those start with BEGIN IMMEDIATE and so hold the write lock
-// from the start). The entry exists only if the caller commits.
+// from the start). The entry exists only if the caller commits. In a transaction of the
+// store's own (writeTx) the group's checkpoint signs it; in the caller's own, AppendTx signs
+// a checkpoint of the entry at once.
 func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in EntryInput) (Entry, error) {
 	n, err := normalizeInput(in)
 	if err != nil {
@@ -264,18 +269,21 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in Entr
 	}
 	copy(e.PrevHash[:], lastHash)
 	e.Hash = ComputeHash(e)
-	e.Sig = signer.Sign(e.Hash[:])
-	// A broken signer would otherwise leave an entry that fails every later verification.
-	if !ed25519.Verify(pub, e.Hash[:], e.Sig) {
-		return Entry{}, fmt.Errorf("append evidence %s: the signer produced an invalid signature", in.Kind)
-	}
+	// No signature of its own: the checkpoint that ends the transaction signs the new head,
+	// and the hash links carry that signature back to this entry.
 	_, err = tx.ExecContext(ctx, `INSERT INTO evidence
 		(seq, time, unix_nano, kind, peer, interaction, details, prev_hash, hash, sig)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.Seq, formatTime(e.Time), e.Time.UnixNano(), e.Kind, e.Peer, e.Interaction,
-		string(e.Details), e.PrevHash[:], e.Hash[:], e.Sig)
+		string(e.Details), e.PrevHash[:], e.Hash[:], []byte{})
 	if err != nil {
 		return Entry{}, fmt.Errorf("append evidence %s: insert entry %d: %w", in.Kind, e.Seq, err)
+	}
+	if g := s.groupOf(tx); g != nil {
+		g.signer = signer // the group signs its head once, before it commits
+	} else if err := signCheckpoint(ctx, tx, signer); err != nil {
+		// The caller's own transaction: its commit is out of sight, so sign now.
+		return Entry{}, fmt.Errorf("append evidence %s: %w", in.Kind, err)
 	}
 	return e, nil
 }

@@ -282,8 +282,23 @@ func TestGoldenEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hex.EncodeToString(got.Hash[:]) != wantHash || hex.EncodeToString(got.Sig) != wantSig {
-		t.Errorf("Append() hash %x sig %x, want the golden %s %s", got.Hash, got.Sig, wantHash, wantSig)
+	if hex.EncodeToString(got.Hash[:]) != wantHash || len(got.Sig) != 0 {
+		t.Errorf("Append() hash %x sig %x, want the golden %s and no signature of its own", got.Hash, got.Sig, wantHash)
+	}
+	// The commit's checkpoint signs entry 1 at its time: the golden checkpoint encoding and
+	// signature.
+	var cpTime string
+	var cpHash, cpSig []byte
+	if err := s.DB().QueryRow(`SELECT time, hash, sig FROM evidence_checkpoints WHERE seq = 1`).Scan(&cpTime, &cpHash, &cpSig); err != nil {
+		t.Fatalf("checkpoint of entry 1: %v", err)
+	}
+	enc := CheckpointEncoding(1, cpTime, h)
+	wantEnc := "anet-evidence-checkpoint-v1" + "\x00\x00\x00\x011" + "\x00\x00\x00\x1e2026-11-29T08:00:00.123456789Z" + "\x00\x00\x00\x20" + string(h[:])
+	if string(enc) != wantEnc || !bytes.Equal(cpHash, h[:]) {
+		t.Errorf("CheckpointEncoding(1) = %q, want %q", enc, wantEnc)
+	}
+	if got := hex.EncodeToString(cpSig); got != goldenCheckpointSig1 {
+		t.Errorf("checkpoint signature = %s, want %s", got, goldenCheckpointSig1)
 	}
 }
 
@@ -293,6 +308,8 @@ const (
 	goldenHash1 = "334734d7da7f877ae39e530138469a22c54c12e9f53fbfe96671dc20121d7619"
 	goldenSig1  = "4eb0f5203f3ba83f12da3af508a7dde957acc0fb1805f59bd87e450efb1e97d9e85bf771f7c7ad111408878f6066f176d9fa9d1baf8b6ba586a86a6c50753803"
 	goldenHash2 = "d3b2a863db6f2284b470258265b7194efb60d9cff89ad6e429f03f8de8c7adef"
+	// goldenCheckpointSig1 is the seed-1 key's signature of entry 1's checkpoint.
+	goldenCheckpointSig1 = "0d5a5fe1bbd02c5d445611e4b3eb50df4b4d652ee54a7019b80df99a402382c0009d46c866bb5129bfd0035ddf33d61c4097f7ae7762ced53595993c27247505"
 )
 
 // TestAppendTx: an entry written inside a caller's transaction exists only if it commits.

@@ -62,6 +62,11 @@ var migrations = []migration{
 		name:    "intake: message sources and times, unanswered task usage",
 		stmts:   intakeSchema,
 	},
+	{
+		version: 4,
+		name:    "evidence checkpoints",
+		stmts:   checkpointSchema,
+	},
 }
 
 // SchemaVersion is the newest schema version this build knows.

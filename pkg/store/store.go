@@ -33,9 +33,15 @@
 //	  prev_hash    32 raw bytes
 //
 //	hash = SHA-256(encoding)
-//	sig  = Ed25519(node key, hash)   (the 32 hash bytes are the signed message)
 //
-// Verify recomputes all of this; it also checks that the unix_nano column used by range
+// Signatures. Entries written before schema version 4 each carry sig = Ed25519(node key,
+// hash) (the 32 hash bytes are the signed message). Since then an entry's sig is empty and
+// every transaction that appends ends with a signed checkpoint of the chain's head
+// (checkpoint.go: "anet-evidence-checkpoint-v1", the head's seq, time and hash): the hash
+// links carry that one signature back over every entry of the commit group. Concurrent
+// appends share a group (group.go), so they share the signature and the fsync.
+//
+// Verify recomputes all of this and checks every signature; it also checks that the unix_nano column used by range
 // queries (the budget's day windows) agrees with the signed time text. What the chain
 // cannot show on its own is truncation: deleting the newest entries leaves a valid, shorter
 // chain. VerifyResult.Head is the value to record elsewhere to detect that.
@@ -51,7 +57,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -62,10 +67,9 @@ type Store struct {
 	db   *sql.DB
 	path string
 
-	// appendMu serialises this process's write transactions (writeTx), so they queue in
-	// order instead of polling SQLite's busy handler; other processes are still excluded by
-	// BEGIN IMMEDIATE.
-	appendMu sync.Mutex
+	// group queues this process's write transactions (writeTx) in order and commits them
+	// in groups (group.go) instead of each polling SQLite's busy handler.
+	group committer
 
 	// now is the clock for new entries; tests replace it.
 	now func() time.Time
@@ -216,25 +220,6 @@ func (s *Store) SetMeta(ctx context.Context, key, value string) error {
 		key, value)
 	if err != nil {
 		return fmt.Errorf("write meta %q: %w", key, err)
-	}
-	return nil
-}
-
-// writeTx runs fn in a read-write transaction, holding appendMu, and commits it when fn
-// returns nil.
-func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	s.appendMu.Lock()
-	defer s.appendMu.Unlock()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: begin: %w", op, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("%s: commit: %w", op, err)
 	}
 	return nil
 }

@@ -69,15 +69,16 @@ func TestVerifyNamesTamperedEntry(t *testing.T) {
 			verified: k - 1, seq: k, reasons: []string{"prev_hash does not match entry 6"},
 		},
 		{
-			name: "one byte of sig",
+			// Each append of appendN is its own commit, so entry k has its own checkpoint.
+			name: "one byte of the checkpoint's signature",
 			tamper: func(t *testing.T, s *Store, e []Entry) {
-				tamper(t, s, `UPDATE evidence SET sig = ? WHERE seq = ?`, flipByte(e[k-1].Sig, 40), k)
+				tamper(t, s, `UPDATE evidence_checkpoints SET sig = ? WHERE seq = ?`, flipByte(checkpointSig(t, s, k), 40), k)
 			},
-			verified: k - 1, seq: k, reasons: []string{"signature invalid"},
+			verified: k - 1, seq: k, reasons: []string{"the checkpoint at entry 7: signature invalid"},
 		},
 		{
 			// The forger recomputes the hash after editing details; without the node key the
-			// signature gives it away.
+			// checkpoint gives it away.
 			name: "details edited and hash recomputed",
 			tamper: func(t *testing.T, s *Store, e []Entry) {
 				forged := e[k-1]
@@ -85,7 +86,27 @@ func TestVerifyNamesTamperedEntry(t *testing.T) {
 				h := ComputeHash(forged)
 				tamper(t, s, `UPDATE evidence SET details = ?, hash = ? WHERE seq = ?`, string(forged.Details), h[:], k)
 			},
-			verified: k - 1, seq: k, reasons: []string{"signature invalid"},
+			verified: k - 1, seq: k, reasons: []string{"the checkpoint at entry 7 does not sign this chain"},
+		},
+		{
+			// ... and forges the checkpoint's hash too: the signature gives it away.
+			name: "details edited, hash and checkpoint recomputed",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				forged := e[k-1]
+				forged.Details = []byte(`{"i":7,"note":"forged"}`)
+				h := ComputeHash(forged)
+				tamper(t, s, `UPDATE evidence SET details = ?, hash = ? WHERE seq = ?`, string(forged.Details), h[:], k)
+				tamper(t, s, `UPDATE evidence_checkpoints SET hash = ? WHERE seq = ?`, h[:], k)
+			},
+			verified: k - 1, seq: k, reasons: []string{"the checkpoint at entry 7: signature invalid"},
+		},
+		{
+			// Without its checkpoint the last entry is vouched for by nothing.
+			name: "last checkpoint deleted",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `DELETE FROM evidence_checkpoints WHERE seq = ?`, n)
+			},
+			verified: n - 1, seq: n, reasons: []string{"not vouched for by a signed checkpoint"},
 		},
 		{
 			// Moving an entry's index time out of the day would hide it from the budget's
@@ -162,7 +183,7 @@ func TestVerifyWrongKeyFailsAtFirstEntry(t *testing.T) {
 	appendN(t, s, newSeedSigner(1), 5)
 	res, err := s.Verify(context.Background(), newSeedSigner(2).Public())
 	var ce *ChainError
-	if !errors.As(err, &ce) || ce.Seq != 1 || ce.Reason != "signature invalid" {
+	if !errors.As(err, &ce) || ce.Seq != 1 || ce.Reason != "the checkpoint at entry 1: signature invalid" {
 		t.Errorf("Verify(wrong key) = %v, want entry 1: signature invalid", err)
 	}
 	if res.Entries != 0 {
@@ -171,6 +192,15 @@ func TestVerifyWrongKeyFailsAtFirstEntry(t *testing.T) {
 	if _, err := s.Verify(context.Background(), []byte{1, 2, 3}); err == nil || errors.As(err, &ce) {
 		t.Errorf("Verify(3-byte key) error = %v, want a plain argument error", err)
 	}
+}
+
+func checkpointSig(t *testing.T, s *Store, seq int64) []byte {
+	t.Helper()
+	var sig []byte
+	if err := s.DB().QueryRow(`SELECT sig FROM evidence_checkpoints WHERE seq = ?`, seq).Scan(&sig); err != nil {
+		t.Fatalf("checkpoint at %d: %v", seq, err)
+	}
+	return sig
 }
 
 func flipAt(s string, i int) string {
@@ -198,7 +228,10 @@ func TestVerifyRefusesNonCanonicalSignedTime(t *testing.T) {
 		t.Fatalf("test setup: %s is already canonical", text)
 	}
 	h := sha256.Sum256(canonicalEncoding(e.Seq, text, e.Kind, e.Peer, e.Interaction, e.Details, e.PrevHash))
-	tamper(t, s, `UPDATE evidence SET time = ?, hash = ?, sig = ? WHERE seq = 3`, text, h[:], signer.Sign(h[:]))
+	tamper(t, s, `UPDATE evidence SET time = ?, hash = ? WHERE seq = 3`, text, h[:])
+	var cpTime string
+	s.DB().QueryRow(`SELECT time FROM evidence_checkpoints WHERE seq = 3`).Scan(&cpTime)
+	tamper(t, s, `UPDATE evidence_checkpoints SET hash = ?, sig = ? WHERE seq = 3`, h[:], signer.Sign(CheckpointEncoding(3, cpTime, h)))
 	_, err := s.Verify(context.Background(), signer.Public())
 	var ce *ChainError
 	if !errors.As(err, &ce) || ce.Seq != 3 || !strings.Contains(ce.Reason, "is not canonical RFC 3339 UTC") {
