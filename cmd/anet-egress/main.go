@@ -24,7 +24,9 @@ func main() {
 		Commands:        commands,
 		HideHelpCommand: true,
 	}
-	if err := app.Run(os.Args); err != nil {
+	err := app.Run(os.Args)
+	flushLog()
+	if err != nil {
 		// The rule's code on a line of its own, as anetd and anet print it.
 		fmt.Fprintf(os.Stderr, "anet-egress: %s\n", reasons.Message(err))
 		if c := reasons.CodeOf(err); c != "" {
@@ -34,8 +36,9 @@ func main() {
 	}
 }
 
-// newLogger logs JSON lines to stderr: under anetd that is the log pipe, which anetd
-// re-emits with this helper's name.
-func newLogger() *slog.Logger {
-	return logging.NewJSON(os.Stderr, slog.LevelInfo)
-}
+// logger logs JSON lines to stderr: under anetd that is the log pipe, which anetd re-emits
+// with this helper's name. Lines are written off the request path (one per model request);
+// main flushes them before the process ends.
+var logger, flushLog = logging.NewJSONAsync(os.Stderr, slog.LevelInfo)
+
+func newLogger() *slog.Logger { return logger }

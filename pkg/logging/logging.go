@@ -25,6 +25,15 @@ func NewJSON(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: Redact}))
 }
 
+// NewJSONAsync is NewJSON whose lines are formatted and written off the caller's path (see
+// Async); flush writes what is queued and must run before the process exits.
+func NewJSONAsync(w io.Writer, level slog.Level) (log *slog.Logger, flush func()) {
+	out := &batchWriter{w: w}
+	a := NewAsync(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level, ReplaceAttr: Redact}))
+	a.q.out = out // the lines of one batch go out in one write
+	return slog.New(a), a.Flush
+}
+
 // Redact is a slog ReplaceAttr function that blanks sensitive attributes. It runs for every
 // attribute of every line, so it compares without allocating.
 func Redact(_ []string, a slog.Attr) slog.Attr {

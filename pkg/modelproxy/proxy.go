@@ -119,6 +119,7 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 		Transport:      tr,
 		FlushInterval:  -1,
 		ModifyResponse: p.modifyResponse,
+		BufferPool:     copyBuffers,
 		ErrorHandler:   p.upstreamError,
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 	}
@@ -241,7 +242,7 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 	if r.ContentLength > p.limits.BodyBytes {
 		return api, tooLarge(p.limits.BodyBytes), nil, 0
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, p.limits.BodyBytes+1))
+	body, err := readBody(r, p.limits.BodyBytes+1)
 	n := int64(len(body))
 	if err != nil {
 		return api, refuse(BodyNotJSON, "body could not be read"), nil, n
@@ -285,6 +286,26 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, stateKey{}, st)))
 	return api, nil, d.Notes, n
 }
+
+// readBody reads at most max bytes of r's body, in one allocation when the length is known.
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	if n := r.ContentLength; n >= 0 && n < max {
+		b := make([]byte, 0, n+1) // +1: a body longer than announced still ends the read at EOF
+		buf := bytes.NewBuffer(b)
+		_, err := buf.ReadFrom(io.LimitReader(r.Body, max))
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(io.LimitReader(r.Body, max))
+}
+
+// copyBuffers lends the response copy its 32 KiB buffer; without it every request allocates
+// one for the garbage collector.
+var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.p.Get().(*[]byte) }
+func (b *bufferPool) Put(s []byte) { b.p.Put(&s) }
 
 func tooLarge(max int64) *Refusal {
 	return &Refusal{Code: BodyTooLarge, Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("limit %d bytes", max)}
@@ -395,6 +416,12 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func (c *countingWriter) Flush() { http.NewResponseController(c.ResponseWriter).Flush() }
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+		return
+	}
+	http.NewResponseController(c.ResponseWriter).Flush()
+}
 
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
