@@ -10,7 +10,7 @@ TESTTAGS := anettest
 # Integration tests run the real binaries as an unprivileged user; give them room.
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build run test unit integration lint bench clean demo
+.PHONY: all build run test unit integration lint bench bench-compare clean demo
 
 all: build
 
@@ -59,6 +59,20 @@ test: lint build unit integration
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -tags $(TESTTAGS) ./...
+
+# The node side by side with what users would pick instead, in one run, one line per metric
+# (README, "Speed"). Not part of make test. The anchors are installed at these pinned versions
+# into BENCH_CACHE by their own clients (apt, npm, go install); their code is never committed.
+BENCH_CACHE              ?= $(HOME)/.cache/anet-bench
+SRT_VERSION              := 0.0.83
+PORTKEY_VERSION          := 1.15.2
+HONO_NODE_SERVER_VERSION := 1.13.8
+SMOKESCREEN              := github.com/stripe/smokescreen@v0.1.0
+
+bench-compare: build
+	SRT_VERSION=$(SRT_VERSION) PORTKEY_VERSION=$(PORTKEY_VERSION) HONO_NODE_SERVER_VERSION=$(HONO_NODE_SERVER_VERSION) \
+	  SMOKESCREEN=$(SMOKESCREEN) GO=$(GO) ./internal/benchcompare/install-anchors.sh $(BENCH_CACHE)
+	$(GO) run -tags $(TESTTAGS) ./internal/benchcompare -anchors $(BENCH_CACHE) -bin $(BIN)
 
 clean:
 	rm -rf $(BIN) $(DIST)

@@ -1,0 +1,172 @@
+//go:build anettest
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/seccomp"
+)
+
+// runLaunch times starting /bin/true until it has exited: through `anet-sandboxd exec` and
+// through the daemon's launcher (probe cached), next to bare bwrap, bwrap with the same
+// hardening (namespaces, the two seccomp filters, read-only system) and sandbox-runtime.
+func runLaunch(cfg config, rep *report) error {
+	rounds := cfg.rounds
+	if rounds == 0 {
+		rounds = 15
+	}
+	tmp, err := os.MkdirTemp("", "anet-bench-launch-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	self, err := filepath.Abs(filepath.Join(cfg.bin, "anet-sandboxd"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(self); err != nil {
+		return fmt.Errorf("%w (run make build)", err)
+	}
+	hardened, closeFilters, err := hardenedBwrap(filepath.Join(tmp, "work"))
+	if err != nil {
+		return err
+	}
+	defer closeFilters()
+	l, err := bwrap.New(bwrap.Config{Self: self})
+	if err != nil {
+		return fmt.Errorf("launcher: %w", err)
+	}
+	if r, err := l.Probe(context.Background()); err != nil || !r.OK {
+		return fmt.Errorf("probe: %+v, %v", r, err)
+	}
+	srt := filepath.Join(cfg.anchors, "srt", "node_modules", ".bin", "srt")
+	srtMissing := ""
+	if _, err := os.Stat(srt); err != nil {
+		srtMissing = "not installed in " + cfg.anchors
+	}
+	cache := filepath.Join(tmp, "cache")
+	execEnv := append(os.Environ(), "XDG_CACHE_HOME="+cache)
+
+	var oursExec, oursLaunch, bare, hard, srtT []float64
+	for i := range rounds {
+		d, err := timeCmd(execEnv, self, "exec", "--", "/bin/true")
+		if err != nil {
+			return fmt.Errorf("anet-sandboxd exec: %w", err)
+		}
+		oursExec = append(oursExec, d)
+		if d, err = timeLaunch(l, filepath.Join(tmp, "runs"), i); err != nil {
+			return fmt.Errorf("launcher: %w", err)
+		}
+		oursLaunch = append(oursLaunch, d)
+		if d, err = timeCmd(nil, "bwrap", "--ro-bind", "/", "/", "/bin/true"); err != nil {
+			return fmt.Errorf("bare bwrap: %w", err)
+		}
+		bare = append(bare, d)
+		if d, err = hardened(); err != nil {
+			return fmt.Errorf("hardened bwrap: %w", err)
+		}
+		hard = append(hard, d)
+		if srtMissing == "" {
+			c := exec.Command(srt, "/bin/true")
+			c.Dir = tmp
+			if d, err = timeRun(c); err != nil {
+				srtMissing = err.Error()
+			} else {
+				srtT = append(srtT, d)
+			}
+		}
+	}
+	anchors := []anchor{{Name: "bare bwrap", Value: median(bare)}, {Name: "hardened bwrap", Value: median(hard)},
+		{Name: "sandbox-runtime", Value: median(srtT), Missing: srtMissing}}
+	ratio := median(oursExec) / median(hard)
+	rep.add(metric{What: "anet-sandboxd exec -- /bin/true", Unit: "ms", Ours: median(oursExec), Anchors: anchors,
+		RatioTo: "hardened", Ratio: ratio, Aim: "≤ 1.5× hardened", Met: ratio <= 1.5})
+	if srtMissing == "" {
+		faster := median(srtT) / median(oursExec)
+		rep.add(metric{What: "exec, times faster than sandbox-runtime", Unit: "ms", Ours: median(oursExec),
+			Anchors: anchors[2:], RatioTo: "faster", Ratio: faster, Aim: "≥ 20× faster", Met: faster >= 20})
+	}
+	ratio = median(oursLaunch) / median(hard)
+	rep.add(metric{What: "daemon's launch, probe cached", Unit: "ms", Ours: median(oursLaunch), Anchors: anchors[1:2],
+		RatioTo: "hardened", Ratio: ratio, Aim: "≤ 1.5× hardened", Met: ratio <= 1.5})
+	return nil
+}
+
+func timeCmd(env []string, name string, args ...string) (float64, error) {
+	c := exec.Command(name, args...)
+	c.Env = env
+	return timeRun(c)
+}
+
+// timeRun runs c to its end and returns the wall time in milliseconds.
+func timeRun(c *exec.Cmd) (float64, error) {
+	t0 := time.Now()
+	if out, err := c.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("%s: %v: %s", c.Path, err, out)
+	}
+	return float64(time.Since(t0).Nanoseconds()) / 1e6, nil
+}
+
+func timeLaunch(l *bwrap.Launcher, root string, i int) (float64, error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	spec := sandbox.Spec{ID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), Mode: sandbox.ModeSandbox, Argv: []string{"/bin/true"}, RunRoot: root}
+	r, err := l.Start(context.Background(), spec, sandbox.Stdio{})
+	if err != nil {
+		return 0, err
+	}
+	if o := r.Wait(); o.ExitCode != 0 || o.Err != nil {
+		return 0, fmt.Errorf("outcome %+v", o)
+	}
+	return float64(time.Since(t0).Nanoseconds()) / 1e6, nil
+}
+
+// hardenedBwrap returns a timer of bwrap with the run's hardening and filters but no node code.
+func hardenedBwrap(dir string) (func() (float64, error), func(), error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	progs, err := seccomp.Filters(seccomp.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	for _, p := range progs {
+		f, err := seccomp.WriteMemfd(p)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		files = append(files, f)
+	}
+	args := []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
+		"--unshare-net", "--disable-userns", "--new-session", "--die-with-parent", "--cap-drop", "ALL", "--clearenv",
+		"--proc", "/proc", "--dev", "/dev", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc",
+		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+		"--bind", dir, "/tmp", "--add-seccomp-fd", "3", "--add-seccomp-fd", "4", "--", "/bin/true"}
+	return func() (float64, error) {
+		for _, f := range files {
+			if _, err := f.Seek(0, 0); err != nil {
+				return 0, err
+			}
+		}
+		c := exec.Command("bwrap", args...)
+		c.ExtraFiles = files
+		return timeRun(c)
+	}, closeAll, nil
+}
