@@ -308,7 +308,7 @@ const (
 	goldenHash1 = "334734d7da7f877ae39e530138469a22c54c12e9f53fbfe96671dc20121d7619"
 	goldenSig1  = "4eb0f5203f3ba83f12da3af508a7dde957acc0fb1805f59bd87e450efb1e97d9e85bf771f7c7ad111408878f6066f176d9fa9d1baf8b6ba586a86a6c50753803"
 	goldenHash2 = "d3b2a863db6f2284b470258265b7194efb60d9cff89ad6e429f03f8de8c7adef"
-	// goldenCheckpointSig1 is the seed-1 key's signature of entry 1's checkpoint.
+	// goldenCheckpointSig1 is the signature of entry 1's checkpoint by the test key newSeedSigner(1).
 	goldenCheckpointSig1 = "0d5a5fe1bbd02c5d445611e4b3eb50df4b4d652ee54a7019b80df99a402382c0009d46c866bb5129bfd0035ddf33d61c4097f7ae7762ced53595993c27247505"
 )
 
