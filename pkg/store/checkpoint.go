@@ -84,13 +84,13 @@ func CheckpointEncoding(seq int64, timeText string, hash [32]byte) []byte {
 
 // signCheckpoint signs the chain's head inside tx: the last step of every transaction that
 // appended entries.
-func signCheckpoint(ctx context.Context, tx *sql.Tx, signer Signer) error {
+func (s *Store) signCheckpoint(ctx context.Context, tx *sql.Tx, signer Signer) error {
 	var (
 		seq      int64
 		hash     []byte
 		timeText string
 	)
-	if err := tx.QueryRowContext(ctx, `SELECT seq, hash, time FROM evidence ORDER BY seq DESC LIMIT 1`).Scan(&seq, &hash, &timeText); err != nil {
+	if err := s.txQueryRow(ctx, tx, `SELECT seq, hash, time FROM evidence ORDER BY seq DESC LIMIT 1`, nil, &seq, &hash, &timeText); err != nil {
 		return fmt.Errorf("checkpoint: read head: %w", err)
 	}
 	if len(hash) != 32 {
@@ -107,7 +107,7 @@ func signCheckpoint(ctx context.Context, tx *sql.Tx, signer Signer) error {
 		}
 		markChecked(signer)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO evidence_checkpoints (seq, time, hash, sig) VALUES (?, ?, ?, ?)`,
+	if _, err := s.txExec(ctx, tx, `INSERT INTO evidence_checkpoints (seq, time, hash, sig) VALUES (?, ?, ?, ?)`,
 		seq, timeText, hash, sig); err != nil {
 		return fmt.Errorf("checkpoint at entry %d: %w", seq, err)
 	}

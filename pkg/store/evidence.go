@@ -241,7 +241,7 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in Entr
 	if len(pub) != ed25519.PublicKeySize {
 		return Entry{}, fmt.Errorf("append evidence %s: signer public key has %d bytes, want %d", in.Kind, len(pub), ed25519.PublicKeySize)
 	}
-	if err := checkChainKey(ctx, tx, pub); err != nil {
+	if err := s.checkChainKey(ctx, tx, pub); err != nil {
 		return Entry{}, fmt.Errorf("append evidence %s: %w", in.Kind, err)
 	}
 
@@ -249,7 +249,7 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in Entr
 		lastSeq  int64
 		lastHash []byte
 	)
-	err = tx.QueryRowContext(ctx, `SELECT seq, hash FROM evidence ORDER BY seq DESC LIMIT 1`).Scan(&lastSeq, &lastHash)
+	err = s.txQueryRow(ctx, tx, `SELECT seq, hash FROM evidence ORDER BY seq DESC LIMIT 1`, nil, &lastSeq, &lastHash)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		lastSeq, lastHash = 0, make([]byte, 32)
@@ -271,7 +271,7 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in Entr
 	e.Hash = ComputeHash(e)
 	// No signature of its own: the checkpoint that ends the transaction signs the new head,
 	// and the hash links carry that signature back to this entry.
-	_, err = tx.ExecContext(ctx, `INSERT INTO evidence
+	_, err = s.txExec(ctx, tx, `INSERT INTO evidence
 		(seq, time, unix_nano, kind, peer, interaction, details, prev_hash, hash, sig)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.Seq, formatTime(e.Time), e.Time.UnixNano(), e.Kind, e.Peer, e.Interaction,
@@ -281,17 +281,17 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in Entr
 	}
 	if g := s.groupOf(tx); g != nil {
 		g.signer = signer // the group signs its head once, before it commits
-	} else if err := signCheckpoint(ctx, tx, signer); err != nil {
+	} else if err := s.signCheckpoint(ctx, tx, signer); err != nil {
 		// The caller's own transaction: its commit is out of sight, so sign now.
 		return Entry{}, fmt.Errorf("append evidence %s: %w", in.Kind, err)
 	}
 	return e, nil
 }
 
-func checkChainKey(ctx context.Context, tx *sql.Tx, pub ed25519.PublicKey) error {
+func (s *Store) checkChainKey(ctx context.Context, tx *sql.Tx, pub ed25519.PublicKey) error {
 	want := hex.EncodeToString(pub)
 	var have string
-	err := tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, metaEvidenceKey).Scan(&have)
+	err := s.txQueryRow(ctx, tx, `SELECT value FROM meta WHERE key = ?`, []any{metaEvidenceKey}, &have)
 	if errors.Is(err, sql.ErrNoRows) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES(?, ?)`, metaEvidenceKey, want); err != nil {
 			return fmt.Errorf("record chain key: %w", err)

@@ -116,33 +116,41 @@ func (s *Store) commitGroup(batch []*writeJob) {
 		s.group.mu.Unlock()
 	}()
 	ok := 0
+	// A lone write needs no savepoint: if it fails, the whole transaction is rolled back.
+	alone := len(batch) == 1
 	for _, b := range batch {
 		if err := b.ctx.Err(); err != nil {
 			b.err = fmt.Errorf("%s: %w", b.op, err)
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT job`); err != nil {
-			fail(fmt.Errorf("%s: savepoint: %w", b.op, err))
-			return
+		if !alone {
+			if _, err := s.txExec(ctx, tx, `SAVEPOINT job`); err != nil {
+				fail(fmt.Errorf("%s: savepoint: %w", b.op, err))
+				return
+			}
 		}
 		signer := gt.signer
 		if err := b.fn(tx); err != nil {
 			b.err = err
 			gt.signer = signer
-			if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO job`); rerr != nil {
-				fail(fmt.Errorf("%s: roll back: %w", b.op, rerr))
-				return
+			if !alone {
+				if _, rerr := s.txExec(ctx, tx, `ROLLBACK TO job`); rerr != nil {
+					fail(fmt.Errorf("%s: roll back: %w", b.op, rerr))
+					return
+				}
 			}
 		} else {
 			ok++
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE job`); err != nil {
-			fail(fmt.Errorf("%s: release savepoint: %w", b.op, err))
-			return
+		if !alone {
+			if _, err := s.txExec(ctx, tx, `RELEASE job`); err != nil {
+				fail(fmt.Errorf("%s: release savepoint: %w", b.op, err))
+				return
+			}
 		}
 	}
 	if gt.signer != nil {
-		if err := signCheckpoint(ctx, tx, gt.signer); err != nil {
+		if err := s.signCheckpoint(ctx, tx, gt.signer); err != nil {
 			fail(fmt.Errorf("%s: %w", batch[0].op, err))
 			return
 		}

@@ -70,6 +70,8 @@ type Store struct {
 	// group queues this process's write transactions (writeTx) in order and commits them
 	// in groups (group.go) instead of each polling SQLite's busy handler.
 	group committer
+	// stmts holds the append path's prepared statements (stmtcache.go).
+	stmts stmtCache
 
 	// now is the clock for new entries; tests replace it.
 	now func() time.Time
