@@ -142,6 +142,12 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint: %w", err)
 	}
+	opened := false
+	defer func() {
+		if !opened {
+			proxy.Close() // gives back its share of the upstream connections
+		}
+	}()
 	name := o.SocketName
 	if name == "" {
 		name = SocketName
@@ -180,6 +186,7 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 		// HTTP/1.1 only: the agent talks plain HTTP on its loopback.
 		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
+	opened = true
 	go func() {
 		defer close(e.served)
 		if err := e.srv.Serve(e.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

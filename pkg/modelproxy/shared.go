@@ -67,16 +67,6 @@ func releaseTransport(k transportKey, st *sharedTransport) {
 	}
 }
 
-// sharedUsers reports how many proxies use the transport of (up, roots): tests.
-func sharedUsers(up Upstream, roots *x509.CertPool) int {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if st := shared.m[transportKey{scheme: up.Scheme, host: up.Host, roots: roots}]; st != nil {
-		return st.users
-	}
-	return 0
-}
-
 var warmRoots sync.Once
 
 // warmSystemRoots loads the system store once per process, in the background, when the first
