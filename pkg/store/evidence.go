@@ -215,7 +215,7 @@ func jsonKind(raw []byte) string {
 // signature and one fsync (group.go), in the order they were called.
 func (s *Store) Append(ctx context.Context, signer Signer, in EntryInput) (Entry, error) {
 	var e Entry
-	err := s.writeTx(ctx, "append evidence "+in.Kind, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, "append evidence "+in.Kind, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		e, err = s.AppendTx(ctx, tx, signer, in)
 		return err

@@ -21,7 +21,7 @@ const maxGroup = 256
 type writeJob struct {
 	ctx  context.Context
 	op   string
-	fn   func(tx *sql.Tx) error
+	fn   func(ctx context.Context, tx *sql.Tx) error
 	err  error
 	done bool
 	wake chan struct{} // the job is done, or its caller leads the next group
@@ -48,7 +48,11 @@ func (s *Store) groupOf(tx *sql.Tx) *groupTx {
 
 // writeTx runs fn in a read-write transaction shared with the writes queued beside it and
 // returns once that transaction has committed. fn's writes are rolled back alone if it fails.
-func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+// fn must run its statements with the context it is given: ctx without its cancellation.
+// SQLite answers a cancelled statement by interrupting it, and an interrupted write rolls
+// back the whole transaction — every caller's of the group, leaving later statements to
+// commit on their own. A job whose ctx has ended before it runs is skipped instead.
+func (s *Store) writeTx(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	j := &writeJob{ctx: ctx, op: op, fn: fn, wake: make(chan struct{}, 1)}
 	g := &s.group
 	g.mu.Lock()
@@ -130,7 +134,7 @@ func (s *Store) commitGroup(batch []*writeJob) {
 			}
 		}
 		signer := gt.signer
-		if err := b.fn(tx); err != nil {
+		if err := b.fn(context.WithoutCancel(b.ctx), tx); err != nil {
 			b.err = err
 			gt.signer = signer
 			if !alone {

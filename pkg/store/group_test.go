@@ -28,7 +28,7 @@ func TestGroupCommitB5(t *testing.T) {
 	holding := make(chan struct{})
 	blocked := make(chan error, 1)
 	go func() {
-		blocked <- s.writeTx(ctx, "held", func(tx *sql.Tx) error {
+		blocked <- s.writeTx(ctx, "held", func(ctx context.Context, tx *sql.Tx) error {
 			close(holding)
 			<-release
 			_, err := s.AppendTx(ctx, tx, signer, EntryInput{Kind: "held"})
@@ -53,7 +53,7 @@ func TestGroupCommitB5(t *testing.T) {
 		if i == 3 {
 			// A write that fails after appending: rolled back alone, its entry gone.
 			go func() {
-				err := s.writeTx(ctx, "fails", func(tx *sql.Tx) error {
+				err := s.writeTx(ctx, "fails", func(ctx context.Context, tx *sql.Tx) error {
 					if _, err := s.AppendTx(ctx, tx, signer, EntryInput{Kind: "rolled_back"}); err != nil {
 						return err
 					}
@@ -212,4 +212,29 @@ func countRows(t *testing.T, s *Store, table string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// B5: a caller whose context ends while its write runs in a group does not reach the shared
+// transaction: its statements run on, the group commits, and the chain verifies. (SQLite
+// would answer the cancellation by interrupting the statement, which rolls back the whole
+// group's transaction.)
+func TestGroupWriteOutlivesItsCallersContextB5(t *testing.T) {
+	s := openTemp(t)
+	signer := newSeedSigner(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := s.writeTx(ctx, "cancelled midway", func(ctx context.Context, tx *sql.Tx) error {
+		cancel()
+		_, err := s.AppendTx(ctx, tx, signer, EntryInput{Kind: "written_anyway"})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("write whose caller gave up midway = %v, want it committed", err)
+	}
+	if res, err := s.Verify(context.Background(), signer.Public()); err != nil || res.Entries != 1 {
+		t.Fatalf("Verify = %+v, %v; want the one entry", res, err)
+	}
+	// A caller whose context ended before its write began is not run.
+	if err := s.writeTx(ctx, "too late", func(context.Context, *sql.Tx) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("write after its caller gave up = %v, want context.Canceled", err)
+	}
 }

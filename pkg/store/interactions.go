@@ -81,7 +81,7 @@ type Incoming struct {
 // id seen before gives ErrDuplicate (same content) or ErrIDReused, and stores nothing.
 func (s *Store) Receive(ctx context.Context, signer Signer, in Incoming) (Interaction, error) {
 	var out Interaction
-	err := s.writeTx(ctx, "receive "+in.Type, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, "receive "+in.Type, func(ctx context.Context, tx *sql.Tx) error {
 		var have []byte
 		err := tx.QueryRowContext(ctx, `SELECT content_hash FROM messages WHERE direction = 'in' AND peer = ? AND msg_id = ?`,
 			in.Peer, in.MsgID).Scan(&have)
@@ -214,7 +214,7 @@ type Outgoing struct {
 // (ErrUnknownInteraction, ErrAlreadyAnswered otherwise).
 func (s *Store) Queue(ctx context.Context, signer Signer, o Outgoing) (Interaction, error) {
 	var out Interaction
-	err := s.writeTx(ctx, "queue "+o.Type, func(tx *sql.Tx) error {
+	err := s.writeTx(ctx, "queue "+o.Type, func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		switch o.Type {
 		case "task":

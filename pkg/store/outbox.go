@@ -63,7 +63,7 @@ func (s *Store) NextOutboxAttempt(ctx context.Context) (time.Time, bool, error) 
 // appends message_delivered, in one transaction. When an earlier copy was already recorded
 // (the peer answered duplicate), that first copy is kept.
 func (s *Store) Delivered(ctx context.Context, signer Signer, it OutboxItem, raw []byte, contentHash, digest [32]byte) error {
-	return s.writeTx(ctx, "outbox delivered", func(tx *sql.Tx) error {
+	return s.writeTx(ctx, "outbox delivered", func(ctx context.Context, tx *sql.Tx) error {
 		now := s.now()
 		res, err := tx.ExecContext(ctx, `UPDATE outbox SET state = 'delivered', attempts = attempts + 1, last_error = '', done_at = ?
 			WHERE id = ? AND state = 'pending'`, formatTime(now), it.ID)
@@ -97,7 +97,7 @@ func (s *Store) RetryLater(ctx context.Context, id int64, next time.Time, why st
 // DeliveryFailed ends the delivery of a message the peer refused for good, with a
 // delivery_failed evidence entry.
 func (s *Store) DeliveryFailed(ctx context.Context, signer Signer, it OutboxItem, code, why string) error {
-	return s.writeTx(ctx, "outbox failed", func(tx *sql.Tx) error {
+	return s.writeTx(ctx, "outbox failed", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE outbox SET state = 'failed', attempts = attempts + 1, last_error = ?, done_at = ?
 			WHERE id = ? AND state = 'pending'`, why, formatTime(s.now()), it.ID)
 		if err != nil {

@@ -32,7 +32,7 @@ func (s *Store) AddPeer(ctx context.Context, signer Signer, aid, addr string) er
 		return fmt.Errorf("add peer: %w", err)
 	}
 	now := formatTime(s.now())
-	return s.writeTx(ctx, "add peer", func(tx *sql.Tx) error {
+	return s.writeTx(ctx, "add peer", func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO peers(aid, addr, added_at) VALUES(?, ?, ?)
 			ON CONFLICT(aid) DO UPDATE SET addr = excluded.addr`, aid, addr, now); err != nil {
 			return fmt.Errorf("add peer %s: %w", aid, err)
@@ -53,7 +53,7 @@ func (s *Store) AddTrust(ctx context.Context, signer Signer, aid string) error {
 		return fmt.Errorf("add trust: %w", err)
 	}
 	now := formatTime(s.now())
-	return s.writeTx(ctx, "add trust", func(tx *sql.Tx) error {
+	return s.writeTx(ctx, "add trust", func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO trust(aid, added_at) VALUES(?, ?) ON CONFLICT(aid) DO NOTHING`, aid, now)
 		if err != nil {
 			return fmt.Errorf("add trust %s: %w", aid, err)
@@ -75,7 +75,7 @@ func (s *Store) removeRow(ctx context.Context, signer Signer, table, kind, aid s
 	if err := validPeer(aid); err != nil {
 		return fmt.Errorf("%s: %w", kind, err)
 	}
-	return s.writeTx(ctx, kind, func(tx *sql.Tx) error {
+	return s.writeTx(ctx, kind, func(ctx context.Context, tx *sql.Tx) error {
 		// table is one of two constants above, never caller input.
 		res, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE aid = ?`, aid)
 		if err != nil {
