@@ -186,8 +186,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in    int64
 	)
 	if p.enter() {
-		api, ref, notes, in = p.serve(cw, r, path)
-		p.inflight.Done()
+		func() {
+			// ReverseProxy aborts a broken stream by panicking (http.ErrAbortHandler).
+			defer p.inflight.Done()
+			api, ref, notes, in = p.serve(cw, r, path)
+		}()
 	} else {
 		ref = &Refusal{Code: UpstreamFailed, Status: http.StatusServiceUnavailable, Detail: "the run has ended"}
 	}
