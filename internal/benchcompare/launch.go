@@ -12,6 +12,7 @@ import (
 
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
@@ -40,7 +41,7 @@ func runLaunch(cfg config, rep *report) error {
 		return err
 	}
 	defer closeFilters()
-	l, err := bwrap.New(bwrap.Config{Self: self})
+	l, err := launch.New(launch.Options{Backend: bwrap.Name, Self: self})
 	if err != nil {
 		return fmt.Errorf("launcher: %w", err)
 	}
@@ -115,7 +116,7 @@ func timeRun(c *exec.Cmd) (float64, error) {
 	return float64(time.Since(t0).Nanoseconds()) / 1e6, nil
 }
 
-func timeLaunch(l *bwrap.Launcher, root string, i int) (float64, error) {
+func timeLaunch(l *launch.Launcher, root string, i int) (float64, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return 0, err
 	}

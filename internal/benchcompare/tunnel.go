@@ -20,6 +20,7 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
 )
@@ -104,7 +105,7 @@ func runTunnel(cfg config, rep *report) error {
 	paths := []path{
 		{name: "direct", dial: func(target string) (net.Conn, error) { return net.Dial("tcp", target) }},
 		{name: "ours", dial: func(target string) (net.Conn, error) {
-			egress.AnetTestRedirect(tunnelIP+":443", target)
+			direct.AnetTestRedirect(tunnelIP+":443", target)
 			return connectVia("unix", ep.SocketPath(), tunnelHost+":443")
 		}},
 		{name: "smokescreen", missing: smkMissing, dial: func(target string) (net.Conn, error) {
@@ -114,7 +115,7 @@ func runTunnel(cfg config, rep *report) error {
 			return connectVia("tcp", tiny.addr, target)
 		}},
 	}
-	defer egress.AnetTestRedirect(tunnelIP+":443", "")
+	defer direct.AnetTestRedirect(tunnelIP+":443", "")
 	for _, mode := range []string{"raw", "tls"} {
 		got := map[string][]float64{}
 		for range rounds {
