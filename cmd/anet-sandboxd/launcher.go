@@ -3,6 +3,9 @@ package main
 import (
 	"log/slog"
 	"os"
+	"path/filepath"
+
+	"anet.dev/anet/pkg/config"
 
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/sandbox"
@@ -12,7 +15,13 @@ import (
 // newLauncher is the Launcher every subcommand uses: direct runs and the platform's backend
 // (backends_<os>.go links them). One that cannot be set up starts nothing (P2) and says why.
 func newLauncher(log *slog.Logger) (sandbox.Launcher, string, error) {
-	l, err := launch.New(launch.Options{Log: log})
+	o := launch.Options{Log: log}
+	// A passing probe is kept for the next process too (S7: exec is a new process each time),
+	// in the runtime directory that every run has hidden.
+	if paths, err := config.DefaultPaths(nil); err == nil {
+		o.ProbeCacheDir = filepath.Join(paths.RuntimeDir, "probe")
+	}
+	l, err := launch.New(o)
 	if err != nil {
 		return launch.Unavailable{Err: err}, "", err
 	}

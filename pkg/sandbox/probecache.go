@@ -17,6 +17,10 @@ type ProbeCache struct {
 	// TTL defaults to ProbeTTL; Now to time.Now.
 	TTL time.Duration
 	Now func() time.Time
+	// Dir, when set, keeps passing results on disk too, for the next process (probedisk.go).
+	Dir string
+	// Stamp identifies the binaries and host a result on disk was taken with (FileStamp).
+	Stamp string
 
 	mu      sync.Mutex // guards entries; held across a probe so one runs at a time
 	entries map[string]ProbeResult
@@ -39,6 +43,14 @@ func (c *ProbeCache) Get(ctx context.Context, hash string, probe func(context.Co
 		r.Cached = true
 		return r, nil
 	}
+	if r, ok := c.loadDisk(hash, now(), ttl); ok {
+		if c.entries == nil {
+			c.entries = map[string]ProbeResult{}
+		}
+		c.entries[hash] = r
+		r.Cached = true
+		return r, nil
+	}
 	r, err := probe(ctx)
 	if err != nil {
 		return r, err
@@ -52,8 +64,10 @@ func (c *ProbeCache) Get(ctx context.Context, hash string, probe func(context.Co
 			c.entries = map[string]ProbeResult{}
 		}
 		c.entries[hash] = r
+		_ = c.saveDisk(hash, r) // unwritable: the next process probes again
 	} else {
 		delete(c.entries, hash)
+		c.dropDisk(hash)
 	}
 	return r, nil
 }

@@ -186,3 +186,13 @@ func classifyStart(msg string) reasons.Code {
 	}
 	return reasons.SandboxStartFailed
 }
+
+// Binaries names the programs a probe result depends on besides the launcher's own binary:
+// the probe cache on disk is not reused once bwrap is replaced (sandbox.FileStamp).
+func (l *Backend) Binaries() []string {
+	p, err := l.bwrapPath()
+	if err != nil {
+		return nil
+	}
+	return []string{p}
+}

@@ -51,6 +51,9 @@ type Options struct {
 	Self string
 	// Log receives one line per launch; nil discards.
 	Log *slog.Logger
+	// ProbeCacheDir, when set, keeps passing probe results on disk for the next process
+	// (a private directory no sandbox sees: the node's runtime directory).
+	ProbeCacheDir string
 }
 
 // Factory builds a backend.

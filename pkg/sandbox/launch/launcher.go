@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 
 	"anet.dev/anet/pkg/reasons"
@@ -58,7 +59,24 @@ func New(o Options) (*Launcher, error) {
 		}
 		l.name, l.backend = name, b
 	}
+	if o.ProbeCacheDir != "" {
+		l.cache.Dir, l.cache.Stamp = o.ProbeCacheDir, probeStamp(o.Self, l.backend)
+	}
 	return l, nil
+}
+
+// probeStamp identifies what a probe result depends on beyond the configuration hash: this
+// binary (it runs as pid 1 in the sandbox), the backend's programs and the kernel.
+func probeStamp(self string, b Backend) string {
+	parts := []string{sandbox.FileStamp(self)}
+	if bb, ok := b.(interface{ Binaries() []string }); ok {
+		for _, p := range bb.Binaries() {
+			parts = append(parts, sandbox.FileStamp(p))
+		}
+	}
+	rel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	parts = append(parts, strings.TrimSpace(string(rel)))
+	return strings.Join(parts, "\x00")
 }
 
 // BackendName is the backend in use, "" when the platform has none.
