@@ -1,4 +1,4 @@
-//go:build anettest
+//go:build anettest && linux
 
 // Command benchcompare is `make bench-compare`: it measures the node next to what users would
 // pick instead, in one run on one machine, and prints one line per metric — ours, each anchor,
