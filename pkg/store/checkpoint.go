@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"anet.dev/anet/pkg/canonical"
 )
@@ -67,14 +66,6 @@ var checkpointSchema = []string{
 		BEGIN SELECT RAISE(ABORT, 'evidence checkpoints are append-only'); END`,
 	`CREATE TRIGGER evidence_checkpoints_no_delete BEFORE DELETE ON evidence_checkpoints
 		BEGIN SELECT RAISE(ABORT, 'evidence checkpoints are append-only'); END`,
-}
-
-// Checkpoint is a signed head of the chain.
-type Checkpoint struct {
-	Seq  int64
-	Time time.Time
-	Hash [32]byte
-	Sig  []byte
 }
 
 // CheckpointEncoding returns the bytes a checkpoint's signature is over.
