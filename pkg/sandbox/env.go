@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -17,10 +18,23 @@ import (
 //     what code runs in every process of the sandbox, which an endpoint variable never needs,
 //   - a proxy setting, unless it points at the run's own loopback port: S5 forbids the
 //     daemon's proxy settings, but the run's CONNECT egress is reached as a proxy at
-//     http://127.0.0.1:<port>.
+//     http://127.0.0.1:<port>. Credentials in it are allowed: where the endpoint sits on the
+//     host's loopback (Seatbelt), every CONNECT carries the run's placeholder that way.
 
 // BaseEnv returns the variables every sandboxed run gets, in a fixed order.
 func BaseEnv() []string { return baseEnv(SandboxHome, SandboxTmp) }
+
+// HostPathEnv is BaseEnv for a backend whose runs see host paths (Seatbelt: no mount
+// namespace): the run's own home and tmp under its run dir, and the platform's PATH.
+func HostPathEnv(home, tmp, path string) []string {
+	env := baseEnv(home, tmp)
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + path
+		}
+	}
+	return env
+}
 
 // DirectEnv is BaseEnv with the operator's home and temp dir, which a direct run (P4) keeps.
 func DirectEnv(home, tmp string) []string { return baseEnv(home, tmp) }
@@ -112,10 +126,15 @@ func ValidateEnv(env []string, port int) error {
 	return errors.Join(errs...)
 }
 
+// loopbackProxy accepts http://[user[:password]@]127.0.0.1:port[/] and nothing else.
 func loopbackProxy(val string, port int) bool {
 	if port == 0 {
 		return false
 	}
-	p := strconv.Itoa(port)
-	return val == "http://127.0.0.1:"+p || val == "http://127.0.0.1:"+p+"/"
+	u, err := url.Parse(val)
+	if err != nil {
+		return false
+	}
+	return u.Scheme == "http" && u.Host == "127.0.0.1:"+strconv.Itoa(port) && u.Opaque == "" &&
+		(u.Path == "" || u.Path == "/") && u.RawQuery == "" && !u.ForceQuery && u.Fragment == ""
 }

@@ -102,11 +102,38 @@ type ProbeResult struct {
 	// Limits is "full" or "none"; Warnings carries no_cgroup_limits in the latter case.
 	Limits   CgroupLimits   `json:"limits"`
 	Warnings []reasons.Code `json:"warnings,omitempty"`
+	// Shape is what a caller must know of the backend to prepare a run for it.
+	Shape RunShape `json:"shape"`
 	// ConfigHash identifies the sandbox configuration probed; At is when.
 	ConfigHash string    `json:"config_hash"`
 	At         time.Time `json:"at"`
 	Cached     bool      `json:"cached,omitempty"`
 }
+
+// RunShape says how a backend's runs meet the host, for whoever prepares them (anetd opens
+// the run's endpoint and writes the agent's settings before the run exists). The zero value
+// is the namespaced backends' shape (bwrap, vm).
+type RunShape struct {
+	// Endpoint is how runs reach their endpoint.
+	Endpoint EndpointKind `json:"endpoint,omitempty"`
+	// HostPaths: runs see host paths, not the fixed /home/agent, /tmp and /work: their home
+	// and tmp are <RunRoot>/<ID>/home and …/tmp, their work dir <WorkRoot>/<WorkSub> (see
+	// HostRunDirs).
+	HostPaths bool `json:"host_paths,omitempty"`
+}
+
+// EndpointKind says how a run reaches its endpoint.
+type EndpointKind string
+
+const (
+	// EndpointSocket (also ""): the endpoint's unix socket is given to the run, whose own
+	// loopback port (Spec.Port) relays to it (Spec.Endpoint).
+	EndpointSocket EndpointKind = "socket"
+	// EndpointLoopback: the run shares the host's loopback (Seatbelt has no network
+	// namespace), so the endpoint listens on a host loopback TCP port (Spec.EndpointAddr)
+	// and refuses every request and CONNECT that lacks the run's placeholder (M1, E1).
+	EndpointLoopback EndpointKind = "loopback"
+)
 
 // CheckSandbox names the check of a probe that could not run its checks at all.
 const CheckSandbox = "sandbox"

@@ -9,7 +9,9 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,7 +133,12 @@ type Spec struct {
 	RunRoot string `json:"run_root"`
 	// Endpoint is the host path of the run's endpoint socket (from anet-egress); empty: none.
 	Endpoint string `json:"endpoint,omitempty"`
-	// Port is the loopback port init listens on inside the sandbox and relays to Endpoint.
+	// EndpointAddr is the run's endpoint as a host loopback TCP address ("127.0.0.1:P"), for
+	// a backend whose runs share the host's loopback (Seatbelt has no network namespace): the
+	// run reaches it directly, and Port must be P. At most one of Endpoint and EndpointAddr.
+	EndpointAddr string `json:"endpoint_addr,omitempty"`
+	// Port is the loopback port the agent is pointed at: the one init listens on inside the
+	// sandbox and relays to Endpoint, or EndpointAddr's port.
 	Port int `json:"port,omitempty"`
 	// Env holds the endpoint variables handed in ("NAME=value"); see ValidateEnvName.
 	Env []string `json:"env,omitempty"`
@@ -216,6 +223,9 @@ func (s *Spec) Validate() error {
 	if s.Port < 0 || s.Port > 65535 || (s.Endpoint != "" && s.Port == 0) {
 		errs = append(errs, fmt.Errorf("port %d: want 1-65535 when an endpoint is set", s.Port))
 	}
+	if err := validateEndpointAddr(s.EndpointAddr, s.Endpoint, s.Port); err != nil {
+		errs = append(errs, err)
+	}
 	for _, h := range s.Hidden {
 		if !cleanAbs(h) {
 			errs = append(errs, fmt.Errorf("hidden %q: want a clean absolute path", h))
@@ -232,6 +242,27 @@ func (s *Spec) Validate() error {
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("run spec: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// validateEndpointAddr accepts "" or "127.0.0.1:P" with P the spec's port, never beside an
+// endpoint socket. Only the IPv4 loopback: it is what agents are configured with, and what a
+// Seatbelt profile's "localhost" filter matches.
+func validateEndpointAddr(addr, sock string, port int) error {
+	if addr == "" {
+		return nil
+	}
+	if sock != "" {
+		return errors.New("endpoint_addr: not beside an endpoint socket (one endpoint per run)")
+	}
+	host, p, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || host != "127.0.0.1" || n < 1 || n > 65535 || p != strconv.Itoa(n) {
+		return fmt.Errorf("endpoint_addr %q: want 127.0.0.1:PORT", addr)
+	}
+	if n != port {
+		return fmt.Errorf("endpoint_addr %q: its port must be the spec's port %d (the agent is pointed there)", addr, port)
 	}
 	return nil
 }

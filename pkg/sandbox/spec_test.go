@@ -42,6 +42,18 @@ func TestSpecValidate(t *testing.T) {
 		{"tiny memory", func(s *Spec) { s.Limits.Memory = 10 }, "limits.memory"},
 		{"negative tasks", func(s *Spec) { s.Limits.Tasks = -1 }, "limits.tasks"},
 		{"sub-second wall clock", func(s *Spec) { s.Limits.WallClock = time.Millisecond }, "limits.wall_clock"},
+		{"loopback endpoint", func(s *Spec) { s.Endpoint, s.EndpointAddr, s.Port, s.Env = "", "127.0.0.1:49733", 49733, nil }, ""},
+		{"loopback endpoint beside a socket", func(s *Spec) { s.EndpointAddr = "127.0.0.1:8080" }, "endpoint_addr"},
+		{"loopback endpoint on another port", func(s *Spec) { s.Endpoint, s.EndpointAddr = "", "127.0.0.1:49733" }, "endpoint_addr"},
+		{"endpoint beyond loopback", func(s *Spec) { s.Endpoint, s.EndpointAddr = "", "10.0.0.1:8080" }, "endpoint_addr"},
+		{"endpoint on every address", func(s *Spec) { s.Endpoint, s.EndpointAddr = "", "0.0.0.0:8080" }, "endpoint_addr"},
+		{"endpoint by name", func(s *Spec) { s.Endpoint, s.EndpointAddr = "", "localhost:8080" }, "endpoint_addr"},
+		{"proxy with the run's credentials", func(s *Spec) {
+			s.Env = []string{"HTTPS_PROXY=http://anet:" + strings.Repeat("ab", 32) + "@127.0.0.1:8080"}
+		}, ""},
+		{"proxy with credentials elsewhere", func(s *Spec) { s.Env = []string{"HTTPS_PROXY=http://anet:x@127.0.0.2:8080"} }, "HTTPS_PROXY"},
+		{"proxy with a path", func(s *Spec) { s.Env = []string{"HTTPS_PROXY=http://127.0.0.1:8080/x"} }, "HTTPS_PROXY"},
+		{"proxy over https", func(s *Spec) { s.Env = []string{"HTTPS_PROXY=https://127.0.0.1:8080"} }, "HTTPS_PROXY"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,5 +120,28 @@ func TestHomeFilesValidation(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// M1: a backend with host paths puts a run's home and tmp under its run dir and its work dir
+// where the spec says; the agent is told the same paths.
+func TestHostRunDirsM1(t *testing.T) {
+	s := validSpec()
+	home, tmp, work := HostRunDirs(s)
+	if home != "/var/cache/anet/runs/run-1/home" || tmp != "/var/cache/anet/runs/run-1/tmp" || work != "/var/cache/anet/work-sandbox/aid/inter" {
+		t.Fatalf("HostRunDirs = %s %s %s", home, tmp, work)
+	}
+	s.WorkRoot, s.WorkSub = "", ""
+	if _, _, work := HostRunDirs(s); work != "/var/cache/anet/runs/run-1/work" {
+		t.Fatalf("HostRunDirs without a work root: work = %s", work)
+	}
+	env := strings.Join(HostPathEnv("/h", "/t", "/opt/homebrew/bin:/usr/bin"), "\n")
+	for _, want := range []string{"HOME=/h", "TMPDIR=/t", "PATH=/opt/homebrew/bin:/usr/bin", "LANG=C.UTF-8"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("HostPathEnv lacks %s:\n%s", want, env)
+		}
+	}
+	if strings.Count(env, "PATH=") != 1 {
+		t.Errorf("HostPathEnv has %d PATHs", strings.Count(env, "PATH="))
 	}
 }

@@ -156,6 +156,10 @@ func (l Layout) validate(spec sandbox.Spec) error {
 	if (spec.Endpoint == "") != (l.Endpoint == "") {
 		errs = append(errs, errors.New("layout endpoint: must be set exactly when the spec has one"))
 	}
+	if spec.EndpointAddr != "" {
+		// The run's own network namespace cannot reach the host's loopback.
+		errs = append(errs, errors.New("endpoint_addr: bwrap runs reach their endpoint through its socket (endpoint), not the host loopback"))
+	}
 	if l.Hostname == "" || strings.ContainsAny(l.Hostname, "/ \x00") || len(l.Hostname) > 64 {
 		errs = append(errs, fmt.Errorf("layout hostname %q: want 1-64 characters, no / or space", l.Hostname))
 	}
@@ -184,28 +188,10 @@ func isSystemDir(p string) bool {
 	return false
 }
 
-// CheckAgentTree refuses an agent installation tree that would expose what must stay hidden:
-// one that lies under, or contains, a hidden dir (data, runtime, config, control token), one
-// that is the operator's home or contains it (home may be ""), or "/" or a top-level dir.
+// CheckAgentTree is sandbox.CheckAgentTree: one rule for every backend.
 func CheckAgentTree(tree string, hidden []string, home string) error {
-	if !filepath.IsAbs(tree) || filepath.Clean(tree) != tree {
-		return fmt.Errorf("agent tree %q: want a clean absolute path", tree)
-	}
-	if strings.Count(tree, "/") < 2 {
-		return fmt.Errorf("agent tree %q: too broad (a top-level directory)", tree)
-	}
-	if home != "" && within(home, tree) {
-		return fmt.Errorf("agent tree %q: contains the operator's home %q", tree, home)
-	}
-	for _, h := range hidden {
-		if within(tree, h) || within(h, tree) {
-			return fmt.Errorf("agent tree %q: overlaps %q, which must never be visible in a run", tree, h)
-		}
-	}
-	return nil
+	return sandbox.CheckAgentTree(tree, hidden, home)
 }
 
 // within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-}
+func within(p, dir string) bool { return sandbox.Within(p, dir) }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,6 +104,9 @@ func TestArgsRefuses(t *testing.T) {
 		{"endpoint mismatch", func(_ *sandbox.Spec, l *Layout) { l.Endpoint = "" }, "endpoint"},
 		{"not a system dir", func(_ *sandbox.Spec, l *Layout) { l.SystemDirs = append(l.SystemDirs, SystemDir{Path: "/home"}) }, "system dir"},
 		{"relative home", func(_ *sandbox.Spec, l *Layout) { l.Home = "home" }, "home"},
+		{"host loopback endpoint", func(s *sandbox.Spec, l *Layout) {
+			s.Endpoint, s.EndpointAddr, l.Endpoint = "", "127.0.0.1:"+strconv.Itoa(s.Port), ""
+		}, "endpoint_addr"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

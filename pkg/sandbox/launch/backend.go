@@ -20,6 +20,7 @@ import (
 	"slices"
 	"sync"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/sandbox"
 )
 
@@ -33,6 +34,12 @@ type Backend interface {
 	// Start starts a sandboxed run of a validated spec, without looking at the probe: the
 	// Launcher gates. Its run is stopped through a Watch.
 	Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error)
+}
+
+// SelfTester is a Backend with a self-test of its own, run by SelfTest after the probe in
+// place of the attack battery (which is Linux's): its checks are reported as attack.NAME.
+type SelfTester interface {
+	SelfTest(ctx context.Context, o SelfTestOptions) ([]check.Check, error)
 }
 
 // Run is a started run of a backend or a direct run.

@@ -131,7 +131,12 @@ func (l *Launcher) startSandboxed(ctx context.Context, spec sandbox.Spec, stdio 
 	if l.backend == nil {
 		return nil, noBackend().Err()
 	}
-	return l.track(l.backend.Start(ctx, spec, stdio))
+	r, err := l.backend.Start(ctx, spec, stdio)
+	if sandbox.CodeOf(err) == reasons.SelfCheckFailed {
+		// The backend's own check before the run failed (M1): a cached pass no longer holds.
+		l.cache.Drop()
+	}
+	return l.track(r, err)
 }
 
 // track remembers r until it has ended, for StopAll.

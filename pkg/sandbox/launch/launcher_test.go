@@ -194,7 +194,7 @@ func (b *testBackend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	return startDirect(ctx, spec, stdio)
 }
 
-func registerTestBackend(t *testing.T, name string, b *testBackend) {
+func registerTestBackend(t *testing.T, name string, b Backend) {
 	t.Helper()
 	Register(name, func(Options) (Backend, error) { return b, nil })
 	t.Cleanup(func() {

@@ -51,6 +51,17 @@ func SelfTest(ctx context.Context, l *Launcher, o SelfTestOptions) (SelfTestRepo
 	}
 	res.Limits, res.Warnings = probe.Limits, probe.Warnings
 	res.Add(check.Prefixed("probe", probe.Checks)...)
+	if st, ok := l.backend.(SelfTester); ok {
+		checks, err := st.SelfTest(ctx, o)
+		if err != nil {
+			return res, fmt.Errorf("self-test: %w", err)
+		}
+		if len(checks) == 0 {
+			checks = []check.Check{check.Fail("battery", "S8", "", "the backend's self-test reported nothing")}
+		}
+		res.Add(check.Prefixed("attack", checks)...)
+		return res, nil
+	}
 	env, cleanup, err := plantCanaries(o)
 	if err != nil {
 		return res, fmt.Errorf("self-test: %w", err)
