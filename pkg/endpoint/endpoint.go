@@ -2,8 +2,10 @@ package endpoint
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,12 +16,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/reasons"
@@ -65,17 +69,24 @@ type Endpoint struct {
 	createdDir  bool
 	sock        string
 	placeholder string
-	proxy       *modelproxy.Proxy
-	tunnel      http.Handler
-	ln          *limitListener
-	srv         *http.Server
-	log         *slog.Logger
-	o           Options
-	served      chan struct{}
+	// addr is the host loopback address in loopback mode (Policy.Listen), "" on a socket.
+	// There every request must carry the placeholder before anything else happens.
+	addr   string
+	v6     net.Listener // holds ::1 on addr's port (loopback mode), or nil
+	proxy  *modelproxy.Proxy
+	tunnel http.Handler
+	ln     *limitListener
+	srv    *http.Server
+	log    *slog.Logger
+	o      Options
+	served chan struct{}
 
-	mu       sync.Mutex // guards refusals and closed
+	mu       sync.Mutex // guards refusals, strangers and closed
 	refusals map[reasons.Code]int64
-	closed   bool
+	// strangers counts requests without the run's token (loopback mode); the first is
+	// logged, the rest only counted, so no local process can fill the log.
+	strangers int64
+	closed    bool
 }
 
 // resolve is what an endpoint for p needs before it listens: the upstream (E10), its key,
@@ -116,7 +127,9 @@ func Check(p Policy, k keys.Keys, modelsOverride string) (string, error) {
 }
 
 // Open starts the endpoint of run p: it makes dir (0700; an existing dir must be ours and
-// 0700), listens on dir/endpoint.sock (0600), and serves until Close. The key for p's
+// 0700), listens on dir/endpoint.sock (0600), and serves until Close. With p.Listen
+// loopback it listens on an ephemeral port of 127.0.0.1 instead (dir is not used) and
+// refuses every request and CONNECT without the run's placeholder (M1). The key for p's
 // upstream must be in k. tunnel handles CONNECT; nil refuses every CONNECT.
 func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*Endpoint, error) {
 	if err := p.Validate(); err != nil {
@@ -148,33 +161,16 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 			proxy.Close() // gives back its share of the upstream connections
 		}
 	}()
-	name := o.SocketName
-	if name == "" {
-		name = SocketName
-	}
-	if name != filepath.Base(name) || name == "." || name == ".." {
-		return nil, fmt.Errorf("open endpoint: socket name %q must be a plain file name", name)
-	}
-	sock := filepath.Join(dir, name)
-	// The rule anetd checked at start for the longest run socket, in the same words.
-	if err := config.CheckSocketPath("run endpoint socket", sock); err != nil {
-		return nil, fmt.Errorf("open endpoint: %w", err)
-	}
-	created, err := makeRunDir(dir, name)
-	if err != nil {
-		return nil, fmt.Errorf("open endpoint: %w", err)
-	}
-	e := &Endpoint{policy: p, dir: dir, createdDir: created, sock: sock, placeholder: ph, proxy: proxy,
+	e := &Endpoint{policy: p, placeholder: ph, proxy: proxy,
 		tunnel: tunnel, log: log, o: o, refusals: map[reasons.Code]int64{}, served: make(chan struct{})}
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		e.removeDir()
-		return nil, fmt.Errorf("open endpoint: listen %s: %w", sock, err)
+	var ln net.Listener
+	if p.Listen == runpolicy.ListenLoopback {
+		ln, err = e.listenLoopback()
+	} else {
+		ln, err = e.listenSocket(dir, o.SocketName)
 	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ln.Close()
-		e.removeDir()
-		return nil, fmt.Errorf("open endpoint: chmod %s: %w", sock, err)
+	if err != nil {
+		return nil, fmt.Errorf("open endpoint: %w", err)
 	}
 	e.ln = newLimitListener(ln, p.Limits.ConnectionLimit())
 	e.srv = &http.Server{
@@ -193,8 +189,77 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 			log.Error("endpoint server stopped", "err", err)
 		}
 	}()
-	log.Info("endpoint open", "socket", sock, "agent", p.Agent, "model", eng.Model(), "upstream", up.Host)
+	log.Info("endpoint open", "socket", e.sock, "addr", e.addr, "agent", p.Agent, "model", eng.Model(), "upstream", up.Host)
 	return e, nil
+}
+
+// listenSocket listens on dir/name (0600) in a run dir it makes 0700 (or accepts if ours).
+func (e *Endpoint) listenSocket(dir, name string) (net.Listener, error) {
+	if name == "" {
+		name = SocketName
+	}
+	if name != filepath.Base(name) || name == "." || name == ".." {
+		return nil, fmt.Errorf("socket name %q must be a plain file name", name)
+	}
+	sock := filepath.Join(dir, name)
+	// The rule anetd checked at start for the longest run socket, in the same words.
+	if err := config.CheckSocketPath("run endpoint socket", sock); err != nil {
+		return nil, err
+	}
+	created, err := makeRunDir(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	e.dir, e.createdDir, e.sock = dir, created, sock
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		e.removeDir()
+		return nil, fmt.Errorf("listen %s: %w", sock, err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		e.removeDir()
+		return nil, fmt.Errorf("chmod %s: %w", sock, err)
+	}
+	return ln, nil
+}
+
+// listenLoopback listens on an ephemeral port of 127.0.0.1. Any local process can connect
+// there, so ServeHTTP answers nothing but a refusal to a request without the run's token.
+// The same port of ::1 is held too, answering nothing: a Seatbelt profile's "localhost:P"
+// lets the run reach both, and no other program may listen where the run can send.
+func (e *Endpoint) listenLoopback() (net.Listener, error) {
+	var last error
+	for range 8 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("listen 127.0.0.1:0: %w", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		v6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
+		switch {
+		case err == nil:
+			e.v6 = v6
+			go func() {
+				for {
+					c, err := v6.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+		case errors.Is(err, syscall.EADDRINUSE):
+			// Someone holds ::1 on this port: take another.
+			ln.Close()
+			last = err
+			continue
+		}
+		// Any other error: the host has no IPv6 loopback, so nobody can listen there.
+		e.addr = ln.Addr().String()
+		return ln, nil
+	}
+	return nil, fmt.Errorf("listen on 127.0.0.1 and ::1 with one port: %w", last)
 }
 
 // makeRunDir creates dir 0700, or accepts an existing directory only if it is ours, 0700 and
@@ -235,8 +300,11 @@ func NewPlaceholder() (string, error) {
 // this endpoint and dies with it.
 func (e *Endpoint) Placeholder() string { return e.placeholder }
 
-// SocketPath is the endpoint socket to bind into the sandbox.
+// SocketPath is the endpoint socket to bind into the sandbox; "" in loopback mode.
 func (e *Endpoint) SocketPath() string { return e.sock }
+
+// Addr is the host loopback address ("127.0.0.1:P") in loopback mode; "" on a socket.
+func (e *Endpoint) Addr() string { return e.addr }
 
 // Model is the pinned model id.
 func (e *Endpoint) Model() string { return e.proxy.Engine().Model() }
@@ -264,6 +332,9 @@ func (e *Endpoint) Close() error {
 	e.mu.Unlock()
 	err := e.srv.Close()
 	e.ln.closeAll()
+	if e.v6 != nil {
+		e.v6.Close()
+	}
 	// The agent can have a whole answer before its handler has metered it: the run's spend
 	// is final only once every request has settled (K1).
 	e.proxy.Finish(settleWait)
@@ -277,12 +348,17 @@ func (e *Endpoint) Close() error {
 	// After the server: its connections are closed, so requests in flight end and the run's
 	// share of the upstream connections is given back.
 	e.proxy.Close()
-	if rerr := os.Remove(e.sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
-		err = rerr
+	if e.sock != "" {
+		if rerr := os.Remove(e.sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+			err = rerr
+		}
 	}
 	e.removeDir()
 	u := e.proxy.Usage()
-	e.log.Info("endpoint closed", "requests", u.Requests, "cost", u.Spend.Cost.String(), "usage_missing", u.Spend.UsageMissing)
+	e.mu.Lock()
+	strangers := e.strangers
+	e.mu.Unlock()
+	e.log.Info("endpoint closed", "requests", u.Requests, "cost", u.Spend.Cost.String(), "usage_missing", u.Spend.UsageMissing, "refused_without_token", strangers)
 	return err
 }
 
@@ -300,6 +376,10 @@ func (e *Endpoint) refused(c reasons.Code) {
 
 // ServeHTTP routes one request.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e.addr != "" && !e.carriesToken(r) {
+		e.refuseStranger(w, r)
+		return
+	}
 	path := r.URL.Path
 	switch {
 	case r.Method == http.MethodConnect:
@@ -326,6 +406,53 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		e.refuse(w, http.StatusNotFound, NotFound)
 	}
+}
+
+// carriesToken reports whether r carries the run's placeholder, compared in constant time:
+// a model request as its API key, a CONNECT in Proxy-Authorization (Basic with the
+// placeholder as password, as clients send a proxy URL's user info, or Bearer).
+func (e *Endpoint) carriesToken(r *http.Request) bool {
+	ph := []byte(e.placeholder)
+	if r.Method != http.MethodConnect {
+		return modelproxy.CarriesPlaceholder(r.Header, ph)
+	}
+	ok := false
+	for _, v := range r.Header.Values("Proxy-Authorization") {
+		scheme, cred, _ := strings.Cut(strings.TrimSpace(v), " ")
+		cred = strings.TrimSpace(cred)
+		switch {
+		case strings.EqualFold(scheme, "bearer"):
+			ok = subtle.ConstantTimeCompare([]byte(cred), ph) == 1 || ok
+		case strings.EqualFold(scheme, "basic"):
+			raw, err := base64.StdEncoding.DecodeString(cred)
+			if err != nil {
+				continue
+			}
+			_, pass, _ := strings.Cut(string(raw), ":")
+			ok = subtle.ConstantTimeCompare([]byte(pass), ph) == 1 || ok
+		}
+	}
+	return ok
+}
+
+// refuseStranger answers a request without the run's token (loopback mode): a refusal and
+// nothing else, and the connection is closed. The first one is logged, every one counted.
+func (e *Endpoint) refuseStranger(w http.ResponseWriter, r *http.Request) {
+	e.mu.Lock()
+	e.strangers++
+	first := e.strangers == 1
+	e.mu.Unlock()
+	if first {
+		e.log.Warn("request without the run's token refused; later ones are only counted",
+			"method", reasons.Clip(r.Method, 16), "path", reasons.Clip(r.URL.Path, 80), "remote", r.RemoteAddr)
+	}
+	w.Header().Set("Connection", "close")
+	status := http.StatusUnauthorized
+	if r.Method == http.MethodConnect {
+		status = http.StatusProxyAuthRequired
+		w.Header().Set("Proxy-Authenticate", `Basic realm="anet"`)
+	}
+	e.refuse(w, status, TokenMissing)
 }
 
 func (e *Endpoint) refuse(w http.ResponseWriter, status int, c reasons.Code) {

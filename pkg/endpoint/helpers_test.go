@@ -97,7 +97,13 @@ func call(t *testing.T, c *http.Client, method, path string, h http.Header, body
 // the rest of the answer.
 func rawRequest(t *testing.T, sock, req string) (net.Conn, string, string) {
 	t.Helper()
-	c, err := net.Dial("unix", sock)
+	return rawRequestOn(t, "unix", sock, req)
+}
+
+// rawRequestOn is rawRequest on any network ("tcp" for a loopback endpoint).
+func rawRequestOn(t *testing.T, network, addr, req string) (net.Conn, string, string) {
+	t.Helper()
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

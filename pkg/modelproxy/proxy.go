@@ -11,7 +11,6 @@ package modelproxy
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -315,18 +314,7 @@ func tooLarge(max int64) *Refusal {
 }
 
 // authorized compares the placeholder in x-api-key or Authorization: Bearer in constant time.
-func (p *Proxy) authorized(h http.Header) bool {
-	ok := false
-	for _, v := range h.Values("X-Api-Key") {
-		ok = subtle.ConstantTimeCompare([]byte(strings.TrimSpace(v)), p.ph) == 1 || ok
-	}
-	for _, v := range h.Values("Authorization") {
-		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-			ok = subtle.ConstantTimeCompare([]byte(strings.TrimSpace(v[7:])), p.ph) == 1 || ok
-		}
-	}
-	return ok
-}
+func (p *Proxy) authorized(h http.Header) bool { return CarriesPlaceholder(h, p.ph) }
 
 // rewrite copies the decision onto the outbound request and adds the key last, after every
 // inbound credential is gone (the header set is built from nothing by the engine).

@@ -30,11 +30,22 @@ type Policy struct {
 	// Allow is the egress allow-list, checked by the tunnel handler's own validation.
 	Allow  []string `json:"allow,omitempty"`
 	Limits Limits   `json:"limits"`
+	// Listen is where the endpoint listens: ListenSocket ("", a unix socket in a 0700 run
+	// dir, bound into the run) or ListenLoopback (a host loopback TCP port, for a sandbox
+	// without a network namespace: then every request and CONNECT must carry the run's
+	// placeholder, M1).
+	Listen string `json:"listen,omitempty"`
 	// Allowance is what the run may spend on the model in micro-units (K2): what is left of
 	// the day's and the peer's caps when the run starts. nil: no allowance (trusted runs are
 	// metered, never stopped for spend).
 	Allowance *money.Micros `json:"allowance_micros,omitempty"`
 }
+
+// Where an endpoint listens (Policy.Listen).
+const (
+	ListenSocket   = "socket"
+	ListenLoopback = "loopback"
+)
 
 var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
@@ -45,6 +56,11 @@ func (p Policy) Validate() error {
 	}
 	if _, err := upstream.For(p.Agent, p.APIBase); err != nil {
 		return fmt.Errorf("policy agent %q: %w", p.Agent, err)
+	}
+	switch p.Listen {
+	case "", ListenSocket, ListenLoopback:
+	default:
+		return fmt.Errorf("policy listen %q: want %q or %q", p.Listen, ListenSocket, ListenLoopback)
 	}
 	if p.Allowance != nil && *p.Allowance < 0 {
 		return fmt.Errorf("policy allowance_micros = %d: must not be negative", *p.Allowance)

@@ -29,6 +29,8 @@ func TestPolicyValidateAndJSON(t *testing.T) {
 		{"negative body", Policy{RunID: "r", Agent: "claude", Limits: Limits{Model: limits.Model{BodyBytes: -1}}}, "limits.model.body_bytes"},
 		{"negative allowance", Policy{RunID: "r", Agent: "claude", Allowance: ptr(money.Micros(-1))}, "allowance_micros"},
 		{"zero allowance", Policy{RunID: "r", Agent: "claude", Allowance: ptr(money.Micros(0))}, ""},
+		{"loopback", Policy{RunID: "r", Agent: "claude", Listen: ListenLoopback}, ""},
+		{"unknown listen", Policy{RunID: "r", Agent: "claude", Listen: "tcp"}, "listen"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.p.Validate()

@@ -22,7 +22,10 @@ type OpenRequest struct {
 // goes into the agent's environment. The placeholder is worthless outside this endpoint and
 // dies with the run.
 type OpenReply struct {
+	// Socket is the endpoint's unix socket (Listen socket); Addr its host loopback address
+	// "127.0.0.1:P" (Listen loopback). Exactly one is set.
 	Socket      string `json:"socket"`
+	Addr        string `json:"addr,omitempty"`
 	Placeholder string `json:"placeholder"`
 	Model       string `json:"model"`
 }

@@ -80,7 +80,7 @@ func ServeOne(ctx context.Context, cfg OneConfig, stdout io.Writer, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	out, _ := json.Marshal(map[string]string{"socket": e.SocketPath(), "placeholder": e.Placeholder()})
+	out, _ := json.Marshal(map[string]string{"socket": e.SocketPath(), "addr": e.Addr(), "placeholder": e.Placeholder()})
 	if _, err := fmt.Fprintf(stdout, "%s\n", out); err != nil {
 		e.Close()
 		return fmt.Errorf("print endpoint: %w", err)

@@ -139,7 +139,7 @@ func (s *Service) handleOpen(_ context.Context, req *privsep.Request) (privsep.R
 		return privsep.Reply{}, err
 	}
 	s.open[p.RunID] = e
-	return privsep.Reply{Body: runpolicy.OpenReply{Socket: e.SocketPath(), Placeholder: e.Placeholder(), Model: e.Model()}}, nil
+	return privsep.Reply{Body: runpolicy.OpenReply{Socket: e.SocketPath(), Addr: e.Addr(), Placeholder: e.Placeholder(), Model: e.Model()}}, nil
 }
 
 func (s *Service) handleClose(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
