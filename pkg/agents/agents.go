@@ -89,3 +89,14 @@ func Lookup(name string) (Spec, bool) {
 	s, ok := table[Agent(name)]
 	return s, ok
 }
+
+// ByBinary returns the table row of the sandbox-capable agent whose program is named name
+// (the base name of its path), for a launcher that checks the agent runs in its sandbox.
+func ByBinary(name string) (Spec, bool) {
+	for _, s := range table {
+		if s.Binary == name && s.Sandbox {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}

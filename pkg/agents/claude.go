@@ -42,6 +42,9 @@ func claude(p Params) (Launch, error) {
 		"DISABLE_ERROR_REPORTING":                  "1",
 		"DISABLE_AUTOUPDATER":                      "1",
 		"IS_SANDBOX":                               "1",
+		// Claude Code keeps its scratch files in /tmp/claude-<uid> unless told: on macOS
+		// that is the host's /tmp, which the run may not write; here it is the run's tmp.
+		"CLAUDE_CODE_TMPDIR": p.Tmp,
 	}
 	return Launch{
 		Argv: []string{"claude", "-p", "--output-format", "json",

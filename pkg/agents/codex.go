@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"anet.dev/anet/pkg/sandbox"
 )
 
 // codex is Codex CLI in the sandbox (its documented config.toml). Checked with codex-cli 0.169.0 and
@@ -22,7 +20,7 @@ import (
 //   - --output-last-message writes the final message; --ephemeral keeps no session files.
 func codex(p Params) (Launch, error) {
 	home := path.Join(p.Home, ".codex")
-	answer := path.Join(sandbox.SandboxWork, answerFileName)
+	answer := path.Join(p.Work, answerFileName)
 	return Launch{
 		Argv: []string{"codex", "exec", "--skip-git-repo-check", "--strict-config", "--ephemeral",
 			"--color", "never", "--output-last-message", answer, "--", p.Task},

@@ -38,6 +38,14 @@ type Params struct {
 	Placeholder string
 	// Home is the run's HOME inside the sandbox; "" is sandbox.SandboxHome.
 	Home string
+	// Tmp and Work are the run's temp and work dirs as the agent sees them; "" is
+	// sandbox.SandboxTmp and sandbox.SandboxWork. A backend whose runs see host paths
+	// (Seatbelt) has them under the run dir on the host (sandbox.HostRunDirs).
+	Tmp, Work string
+	// Loopback: the run's endpoint is on the host's loopback (Seatbelt: no network
+	// namespace) and refuses a CONNECT without the placeholder (M1), so the agent also gets
+	// the proxy URL with the placeholder as its password, and NO_PROXY for the endpoint.
+	Loopback bool
 	// Sandboxed selects the sandbox settings; false is direct mode (see the package doc).
 	Sandboxed bool
 }
@@ -119,6 +127,12 @@ func For(p Params) (Launch, error) {
 	if p.Home == "" {
 		p.Home = sandbox.SandboxHome
 	}
+	if p.Tmp == "" {
+		p.Tmp = sandbox.SandboxTmp
+	}
+	if p.Work == "" {
+		p.Work = sandbox.SandboxWork
+	}
 	var (
 		l   Launch
 		err error
@@ -139,6 +153,9 @@ func For(p Params) (Launch, error) {
 	}
 	if err != nil {
 		return Launch{}, fmt.Errorf("agent launch %s: %w", p.Agent, err)
+	}
+	if p.Loopback {
+		addLoopbackProxy(l.Env, p)
 	}
 	// Fail closed at the source: a name the launcher would refuse is a bug here, not there.
 	if err := sandbox.ValidateEnv(l.EnvList(), p.Port); err != nil {
@@ -193,8 +210,10 @@ func (p Params) validate() error {
 	if err := checkPlaceholder(p.Placeholder); err != nil {
 		errs = append(errs, err)
 	}
-	if p.Home != "" && (!filepath.IsAbs(p.Home) || filepath.Clean(p.Home) != p.Home || strings.ContainsAny(p.Home, "\x00\n")) {
-		errs = append(errs, fmt.Errorf("home %q: want a clean absolute path", p.Home))
+	for _, d := range []struct{ name, v string }{{"home", p.Home}, {"tmp", p.Tmp}, {"work", p.Work}} {
+		if d.v != "" && (!filepath.IsAbs(d.v) || filepath.Clean(d.v) != d.v || strings.ContainsAny(d.v, "\x00\n\"\\")) {
+			errs = append(errs, fmt.Errorf("%s %q: want a clean absolute path", d.name, d.v))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -234,3 +253,17 @@ func checkPlaceholder(ph string) error {
 
 // endpoint is the agent-side base URL of the run's endpoint, without a path.
 func endpoint(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
+
+// addLoopbackProxy points the agent's HTTPS proxy at the run's endpoint with the placeholder
+// as the proxy password: curl, git, pip, npm, Node and Go clients send it as
+// Proxy-Authorization on CONNECT, which the loopback endpoint requires (M1). NO_PROXY keeps
+// the model requests to the endpoint direct. Upper and lower case: tools read one or the other.
+func addLoopbackProxy(env map[string]string, p Params) {
+	proxy := "http://anet:" + p.Placeholder + "@127.0.0.1:" + strconv.Itoa(p.Port)
+	for _, k := range []string{"HTTPS_PROXY", "https_proxy"} {
+		env[k] = proxy
+	}
+	for _, k := range []string{"NO_PROXY", "no_proxy"} {
+		env[k] = "127.0.0.1,localhost"
+	}
+}

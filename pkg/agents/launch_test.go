@@ -48,17 +48,34 @@ func mustFor(t *testing.T, p Params) Launch {
 	return l
 }
 
+// macOSParams are a sandboxed run's parameters on macOS (M1): Seatbelt runs see host paths,
+// under the run dir in the node's cache, and reach their endpoint on the host's loopback at
+// the port anet-egress chose.
+func macOSParams(a Agent) Params {
+	p := params(a, true)
+	p.Port = 49733
+	p.Home = "/Users/op/.cache/anet/runs/r1/home"
+	p.Tmp = "/Users/op/.cache/anet/runs/r1/tmp"
+	p.Work = "/Users/op/.cache/anet/work-sandbox/aid1/int1"
+	p.Loopback = true
+	return p
+}
+
 // TestForGolden pins each agent's whole launch (argv, env, files, answer) in both modes
-// (E10; P4). Regenerate with `go test ./pkg/agents -run Golden -update`.
+// (E10; P4), and sandboxed on macOS (M1). Regenerate with
+// `go test ./pkg/agents -run Golden -update`.
 func TestForGolden(t *testing.T) {
 	for _, a := range append(sandboxAgents, Cursor) {
-		for _, sandboxed := range []bool{true, false} {
-			if a == Cursor && sandboxed {
+		for _, mode := range []string{"sandbox", "direct", "sandbox-macos"} {
+			if a == Cursor && mode != "direct" {
 				continue // refused: TestCursorRefusedInSandbox
 			}
-			mode := map[bool]string{true: "sandbox", false: "direct"}[sandboxed]
 			t.Run(string(a)+"/"+mode, func(t *testing.T) {
-				l := mustFor(t, params(a, sandboxed))
+				p := params(a, mode == "sandbox")
+				if mode == "sandbox-macos" {
+					p = macOSParams(a)
+				}
+				l := mustFor(t, p)
 				got, err := json.MarshalIndent(l, "", "  ")
 				if err != nil {
 					t.Fatal(err)
@@ -122,6 +139,7 @@ func TestExactEnv(t *testing.T) {
 			"CLAUDE_CODE_SUBAGENT_MODEL": "claude-haiku-5-5", "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8192",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": "1",
 			"DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1", "IS_SANDBOX": "1",
+			"CLAUDE_CODE_TMPDIR": "/tmp",
 		}},
 		{Codex, map[string]string{"CODEX_HOME": "/home/agent/.codex", "ANET_PLACEHOLDER": testPlaceholder}},
 		{Opencode, map[string]string{
