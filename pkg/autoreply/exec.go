@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,16 +66,23 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	if sandboxed {
 		// P2: the probe first; a failed probe or a helper that is down starts nothing.
 		stage = "probe"
-		if res, err := e.probeNow(ctx); err != nil {
+		res, err := e.probeNow(ctx)
+		if err != nil {
 			return fail(codeOf(err), err.Error())
 		} else if !res.OK {
 			return fail(res.Code, res.Detail)
-		} else {
-			tr.ok(stage, "limits "+string(res.Limits))
 		}
+		tr.ok(stage, "limits "+string(res.Limits))
 		stage = "endpoint"
 		rs.Mode, rs.WorkRoot, rs.Hidden, rs.Port = sandbox.ModeSandbox, e.o.Dirs.SandboxWork, e.o.Dirs.Hidden, SandboxPort
-		ep, err := e.o.Endpoints.Open(ctx, runpolicy.Policy{RunID: run, Agent: string(c.Agent), APIBase: c.APIBase, Model: c.Model, Allow: c.EgressAllow, Allowance: allowance})
+		// The backend's shape says where the endpoint listens and which paths the agent
+		// sees: a Seatbelt run shares the host's loopback and file system (M1).
+		loopback := res.Shape.Endpoint == sandbox.EndpointLoopback
+		pol := runpolicy.Policy{RunID: run, Agent: string(c.Agent), APIBase: c.APIBase, Model: c.Model, Allow: c.EgressAllow, Allowance: allowance}
+		if loopback {
+			pol.Listen = runpolicy.ListenLoopback
+		}
+		ep, err := e.o.Endpoints.Open(ctx, pol)
 		if err != nil {
 			return fail(codeOf(err), err.Error())
 		}
@@ -87,13 +96,23 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 			}
 			usage = u
 		}()
-		rs.Endpoint = ep.Socket
-		params.Model, params.Port, params.Placeholder = ep.Model, SandboxPort, ep.Placeholder
+		if loopback {
+			if rs.Port, err = loopbackPort(ep.Addr); err != nil {
+				return fail(reasons.SandboxStartFailed, err.Error())
+			}
+			rs.EndpointAddr = ep.Addr
+		} else {
+			rs.Endpoint = ep.Socket
+		}
+		params.Model, params.Port, params.Placeholder, params.Loopback = ep.Model, rs.Port, ep.Placeholder, loopback
 		// The agent's config files go into the run's own home (Spec.HomeFiles), which
 		// anet-sandboxd creates fresh and deletes with the run: nothing of them lingers in
 		// the work dir or reaches a later run. They hold no secret: the placeholder is only
 		// in the environment.
 		params.Home = sandbox.SandboxHome
+		if res.Shape.HostPaths {
+			params.Home, params.Tmp, params.Work = sandbox.HostRunDirs(rs)
+		}
 		tr.ok(stage, "model "+ep.Model)
 	}
 	stage = "agent_config"
@@ -124,6 +143,11 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	stopWatch()
 	if err != nil {
 		// Nothing ran (the helper says so with a reason code).
+		if codeOf(err) == reasons.SelfCheckFailed {
+			// The check before the turn found the sandbox wanting (M1): until the next
+			// probe, status shows it unavailable with the failed item.
+			e.noteSandboxDown(codeOf(err), err.Error())
+		}
 		return fail(codeOf(err), err.Error())
 	}
 	tr.ok(stage, fmt.Sprintf("exit %d, limits %s", res.Outcome.ExitCode, res.Outcome.Cgroup))
@@ -146,6 +170,16 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	tr.ok(stage, fmt.Sprintf("%d bytes", len(ans)))
 	out.answer = ans
 	return out
+}
+
+// loopbackPort is the port of an endpoint on the host's loopback ("127.0.0.1:P").
+func loopbackPort(addr string) (int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || host != "127.0.0.1" || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("endpoint address %q: want 127.0.0.1:PORT", addr)
+	}
+	return n, nil
 }
 
 // answerOf reads the agent's final answer of a finished run, or why there is none. token is

@@ -26,6 +26,19 @@ func (e *Engine) probeNow(ctx context.Context) (sandbox.ProbeResult, error) {
 	return res, nil
 }
 
+// noteSandboxDown records a sandbox failure met when a run started (a failed self-check
+// before the turn, M1) as the sandbox's state for status, until the next probe.
+func (e *Engine) noteSandboxDown(code reasons.Code, detail string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := sandbox.ProbeResult{}
+	if e.probe != nil {
+		p = *e.probe
+	}
+	p.OK, p.Code, p.Detail, p.At = false, code, detail, e.o.Now().UTC()
+	e.probe, e.probed = &p, p.At
+}
+
 // noteLimits records how the last run's memory and task limits were enforced.
 func (e *Engine) noteLimits(l sandbox.CgroupLimits) {
 	e.mu.Lock()
