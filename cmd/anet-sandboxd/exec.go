@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -33,6 +35,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "work", Usage: "host work `DIR` bound at /work (default: a fresh dir deleted after the run)"},
 		&cli.StringFlag{Name: "endpoint", Usage: "host endpoint `SOCK` bound at " + sandbox.SandboxEndpoint},
 		&cli.IntFlag{Name: "port", Value: 8080, Usage: "loopback `PORT` init relays to the endpoint"},
+		&cli.StringFlag{Name: "endpoint-addr", Usage: "the run's endpoint on the host loopback, `127.0.0.1:PORT` (macOS: a Seatbelt run has no loopback of its own)"},
 		&cli.GenericFlag{Name: "env", Value: &listValue{}, Usage: "endpoint variable `NAME=VALUE` (repeatable)"},
 		&cli.StringFlag{Name: "agent-tree", Usage: "agent installation `DIR` bound read-only (default: the program's dir)"},
 		&cli.StringFlag{Name: "run-root", Usage: "host `DIR` for per-run home and tmp (default: <cache>/anet/runs)"},
@@ -122,6 +125,13 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 			return spec, fmt.Errorf("--endpoint: %w", err)
 		}
 		spec.Endpoint, spec.Port = abs, c.Int("port")
+	}
+	if addr := c.String("endpoint-addr"); addr != "" {
+		_, port, err := net.SplitHostPort(addr)
+		if spec.Port, err = strconv.Atoi(port); err != nil {
+			return spec, fmt.Errorf("--endpoint-addr %q: want 127.0.0.1:PORT", addr)
+		}
+		spec.EndpointAddr = addr
 	}
 	for _, p := range []*string{&spec.AgentTree, &spec.RunRoot} {
 		if *p != "" {

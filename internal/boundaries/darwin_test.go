@@ -1,0 +1,56 @@
+package boundaries
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// depsFor is deps for another platform.
+func depsFor(t *testing.T, goos, pkg string, tags ...string) map[string]bool {
+	t.Helper()
+	args := []string{"list", "-deps"}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=arm64", "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("GOOS=%s go %s: %v\n%s", goos, strings.Join(args, " "), err, out)
+	}
+	m := map[string]bool{}
+	for _, l := range strings.Fields(string(out)) {
+		m[l] = true
+	}
+	return m
+}
+
+// M1, O1: on macOS anet-sandboxd's backend is Seatbelt (never bwrap), it still links no
+// HTTP stack, no keys and no store, and a build without backends has none, as on Linux.
+// anetd links no backend there either.
+func TestDarwinSandboxdBoundaryM1(t *testing.T) {
+	for _, tags := range [][]string{nil, {"anettest"}} {
+		d := depsFor(t, "darwin", "anet.dev/anet/cmd/anet-sandboxd", tags...)
+		if len(d) < 10 {
+			t.Fatalf("go list gave %d packages: the check would prove nothing", len(d))
+		}
+		if !d["anet.dev/anet/pkg/sandbox/seatbelt"] || d["anet.dev/anet/pkg/sandbox/bwrap"] {
+			t.Errorf("anet-sandboxd on darwin (tags %v): seatbelt linked %v, bwrap linked %v; want seatbelt only", tags, d["anet.dev/anet/pkg/sandbox/seatbelt"], d["anet.dev/anet/pkg/sandbox/bwrap"])
+		}
+		for _, f := range []string{"net/http", "anet.dev/anet/pkg/keys", "anet.dev/anet/pkg/modelproxy", "anet.dev/anet/pkg/store"} {
+			if d[f] {
+				t.Errorf("anet-sandboxd on darwin links %s", f)
+			}
+		}
+	}
+	if depsFor(t, "darwin", "anet.dev/anet/cmd/anet-sandboxd", "nobackend")["anet.dev/anet/pkg/sandbox/seatbelt"] {
+		t.Error("anet-sandboxd built for darwin with nobackend still links seatbelt")
+	}
+	for p := range depsFor(t, "darwin", "anet.dev/anet/cmd/anetd") {
+		if p == "anet.dev/anet/pkg/sandbox/seatbelt" || p == "anet.dev/anet/pkg/sandbox/launch" {
+			t.Errorf("anetd on darwin links %s, which starts processes", p)
+		}
+	}
+}

@@ -1,0 +1,330 @@
+package seatbelt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/agents"
+	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/linksafe"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
+)
+
+// run is one sandboxed run: its dirs and parameters from prepare, its process once started.
+type run struct {
+	b      *Backend
+	spec   sandbox.Spec
+	lim    sandbox.Limits
+	params Params
+	env    []string
+	hidden []string     // the spec's hidden paths that exist, resolved
+	prog   string       // the agent's resolved program
+	runDir string       // <RunRoot>/<ID>
+	lock   *os.File     // flock on runDir while the run lives (linksafe.SweepRunRoot)
+	dirs   []string     // home, tmp, work: the disk limit's scope
+	door   net.Listener // the closed door on the endpoint port of a run without endpoint
+	cmd    *exec.Cmd
+	stderr *capped
+	procs  *tracker
+	w      *launch.Watch
+	outMu  sync.Mutex // guards outcome until w.Finish
+	out    sandbox.Outcome
+}
+
+// Start implements launch.Backend: before anything of the run starts, the self-check runs in
+// the run's own profile, with its own parameters (M1); a failed item is selfcheck_failed and
+// nothing starts. Then the limits wrapper starts sandbox-exec and the agent under it.
+func (b *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
+	return b.start(ctx, spec, stdio, true)
+}
+
+func (b *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, selfCheckFirst bool) (launch.Run, error) {
+	r, err := b.prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	if selfCheckFirst {
+		// The agent is known by the name it was started as (an npm package's program is
+		// a link to its cli.js); its check runs the resolved program, as the run will.
+		agent := ""
+		if _, ok := agents.ByBinary(filepath.Base(spec.Argv[0])); ok {
+			agent = r.prog
+		}
+		checks, err := selfCheck(ctx, b.checkInput(r, r.params.EndpointPort, agent), b.raw(r))
+		if err == nil && !check.AllOK(checks) {
+			err = reasons.New(reasons.SelfCheckFailed, firstFailure(checks))
+		}
+		if err != nil {
+			r.cleanupDirs()
+			if sandbox.CodeOf(err) == "" {
+				err = reasons.New(reasons.SelfCheckFailed, err.Error())
+			}
+			b.log.Warn("self-check before the run failed; the run does not start", "id", spec.ID, "err", err)
+			return nil, fmt.Errorf("start %s: %w", spec.ID, err)
+		}
+	}
+	procs, err := userProcesses()
+	if err != nil {
+		r.cleanupDirs()
+		return nil, fmt.Errorf("start %s: %w", spec.ID, reasons.New(reasons.SandboxStartFailed, err.Error()))
+	}
+	argv, err := Argv(r.params, append([]string{r.prog}, spec.Argv[1:]...))
+	if err != nil {
+		r.cleanupDirs()
+		return nil, fmt.Errorf("start %s: %w", spec.ID, reasons.New(reasons.SandboxStartFailed, err.Error()))
+	}
+	lim := runLimits(r.lim, procs)
+	wrapped := append(append([]string{b.self, WrapCommand}, lim.Args()...), "--")
+	wrapped = append(wrapped, argv...)
+	r.stderr = &capped{max: 4096, tail: true}
+	var stderr io.Writer = r.stderr
+	if stdio.Stderr != nil {
+		stderr = teeWriter{stdio.Stderr, r.stderr}
+	}
+	r.cmd = &exec.Cmd{Path: b.self, Args: wrapped, Env: r.env, Dir: r.params.Work,
+		Stdin: stdio.Stdin, Stdout: stdio.Stdout, Stderr: stderr,
+		// Its own group: terminal signals reach the launcher, which stops runs itself.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	if err := r.cmd.Start(); err != nil {
+		r.cleanupDirs()
+		return nil, fmt.Errorf("start %s: %w", spec.ID, reasons.New(reasons.SandboxStartFailed, err.Error()))
+	}
+	r.procs = newTracker(r.cmd.Process.Pid)
+	r.w = launch.NewWatch(r.lim, func() { _ = syscall.Kill(r.cmd.Process.Pid, syscall.SIGTERM) }, r.kill, r.poll)
+	b.log.Info("run started", "id", spec.ID, "backend", Name, "limits", "rlimits", "argv0", r.prog)
+	go r.watch(ctx)
+	return r, nil
+}
+
+// prepare checks spec and makes the run's dirs (link-safe, fresh) and parameters.
+func (b *Backend) prepare(spec sandbox.Spec) (*run, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode != sandbox.ModeSandbox {
+		return nil, fmt.Errorf("start %s: mode %q is not sandboxed", spec.ID, spec.Mode)
+	}
+	if spec.Endpoint != "" {
+		return nil, fmt.Errorf("start %s: endpoint: a Seatbelt run reaches its endpoint on the host loopback (endpoint_addr), not through a socket", spec.ID)
+	}
+	if _, err := sandboxExec(); err != nil {
+		return nil, err
+	}
+	r := &run{b: b, spec: spec, lim: spec.Limits.WithDefaults()}
+	for _, h := range spec.Hidden {
+		if p, err := filepath.EvalSymlinks(h); err == nil {
+			r.hidden = append(r.hidden, p)
+		}
+	}
+	tree, prog, err := b.agentTree(spec, r.hidden)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
+	}
+	r.prog = prog
+	if err := r.makeDirs(); err != nil {
+		r.cleanupDirs()
+		return nil, err
+	}
+	port := spec.Port
+	if spec.EndpointAddr == "" {
+		// No endpoint: the profile still names one port, so the run gets one that answers
+		// nothing, held for its lifetime so no other program can take it.
+		if r.door, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			r.cleanupDirs()
+			return nil, fmt.Errorf("start %s: %w", spec.ID, err)
+		}
+		go launch.DrainListener(r.door)
+		port = r.door.Addr().(*net.TCPAddr).Port
+	}
+	r.params = Params{Home: r.dirs[0], Tmp: r.dirs[1], Work: r.dirs[2], AgentTree: tree, Self: b.self,
+		EndpointPort: port, OperatorHome: b.home}
+	if err := r.params.Validate(); err != nil {
+		r.cleanupDirs()
+		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
+	}
+	for _, d := range r.dirs {
+		for _, h := range r.hidden {
+			if sandbox.Within(d, h) || sandbox.Within(h, d) {
+				r.cleanupDirs()
+				return nil, fmt.Errorf("start %s: run dir %s overlaps %s, which must never be visible in a run", spec.ID, d, h)
+			}
+		}
+	}
+	r.env = append(sandbox.HostPathEnv(r.params.Home, r.params.Tmp, PATH), spec.Env...)
+	return r, nil
+}
+
+// agentTree resolves the program and the tree the run may read and run it from.
+func (b *Backend) agentTree(spec sandbox.Spec, hidden []string) (tree, prog string, err error) {
+	if spec.Argv[0] == sandbox.SandboxSelf {
+		return filepath.Dir(b.self), b.self, nil
+	}
+	prog, err = filepath.EvalSymlinks(spec.Argv[0])
+	if err != nil {
+		return "", "", fmt.Errorf("agent %s: %w", spec.Argv[0], err)
+	}
+	if spec.AgentTree == "" && inProgramTrees(prog) {
+		// The profile opens it already; the parameter names a tree it opens anyway.
+		return neutralTree, prog, nil
+	}
+	tree = filepath.Dir(prog)
+	if spec.AgentTree != "" {
+		if tree, err = filepath.EvalSymlinks(spec.AgentTree); err != nil {
+			return "", "", fmt.Errorf("agent tree %s: %w", spec.AgentTree, err)
+		}
+	}
+	if !sandbox.Within(prog, tree) {
+		return "", "", fmt.Errorf("agent %s: not inside its tree %s", prog, tree)
+	}
+	if err := sandbox.CheckAgentTree(tree, hidden, b.home); err != nil {
+		return "", "", err
+	}
+	return tree, prog, nil
+}
+
+// makeDirs creates <RunRoot>/<ID>/{home,tmp[,work]} fresh and the work dir, all link-safe.
+func (r *run) makeDirs() error {
+	spec := r.spec
+	root, rootF, err := linksafe.MkdirUnder(spec.RunRoot, "", 0o700)
+	if err != nil {
+		return fmt.Errorf("start %s: run root: %w", spec.ID, err)
+	}
+	defer rootF.Close()
+	if removed, err := linksafe.SweepRunRoot(root, time.Minute); err != nil || len(removed) > 0 {
+		r.b.log.Warn("swept run dirs of a killed launcher", "removed", removed, "err", err)
+	}
+	// A leftover run dir may hold what an earlier run planted: never reuse one.
+	if err := unix.Mkdirat(int(rootF.Fd()), spec.ID, 0o700); err != nil {
+		return fmt.Errorf("start %s: run dir %s: %w", spec.ID, filepath.Join(root, spec.ID), err)
+	}
+	r.runDir = filepath.Join(root, spec.ID)
+	if r.lock, err = linksafe.LockRunDir(r.runDir); err != nil {
+		return fmt.Errorf("start %s: %w", spec.ID, err)
+	}
+	sub := []string{"home", "tmp"}
+	if spec.WorkRoot == "" {
+		sub = append(sub, "work")
+	}
+	for _, s := range sub {
+		p, f, err := linksafe.MkdirUnder(root, spec.ID+"/"+s, 0o700)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", spec.ID, err)
+		}
+		f.Close()
+		r.dirs = append(r.dirs, p)
+	}
+	if err := linksafe.WriteHomeFiles(r.dirs[0], spec.HomeFiles); err != nil {
+		return fmt.Errorf("start %s: %w", spec.ID, err)
+	}
+	if spec.WorkRoot != "" {
+		p, f, err := linksafe.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
+		if err != nil {
+			return fmt.Errorf("start %s: work dir: %w", spec.ID, err)
+		}
+		f.Close()
+		r.dirs = append(r.dirs, p)
+	}
+	return nil
+}
+
+func (r *run) cleanupDirs() {
+	if r.door != nil {
+		r.door.Close()
+	}
+	if r.runDir != "" {
+		if err := linksafe.RemovePath(r.runDir); err != nil {
+			r.b.log.Warn("run cleanup", "id", r.spec.ID, "err", err)
+		}
+	}
+	if r.lock != nil {
+		r.lock.Close()
+	}
+}
+
+// poll is the watch's once-a-second look: the disk limit over home, tmp and work, and the
+// run's processes (recorded for the kill; too many is the task limit).
+func (r *run) poll() reasons.Code {
+	if n, _ := linksafe.DiskUsage(r.dirs...); n > r.lim.Disk {
+		return sandbox.LimitDisk
+	}
+	if n, err := r.procs.scan(); err == nil && int64(n) > r.lim.Tasks {
+		return sandbox.LimitTasks
+	}
+	return ""
+}
+
+// kill ends every process of the run: the wrapper's group, the sandboxed group, and every
+// process the tracker saw in the run, wherever it went since.
+func (r *run) kill() {
+	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
+	r.procs.killAll()
+}
+
+func (r *run) watch(ctx context.Context) {
+	err := r.w.Run(ctx, r.cmd.Wait)
+	r.procs.killAll()
+	o := sandbox.Outcome{Cgroup: sandbox.CgroupNone, Limit: r.w.Limit(), ExitCode: exitStatus(err)}
+	if o.ExitCode > 128 && o.ExitCode < 128+65 {
+		o.Signal = o.ExitCode - 128
+	}
+	tail := strings.TrimSpace(r.stderr.String())
+	switch {
+	case o.Limit != "" || r.w.Killed():
+	case o.ExitCode == 125 && strings.Contains(tail, "anet-sandboxd "+WrapCommand+":"),
+		o.ExitCode != 0 && strings.Contains(tail, "sandbox-exec:"):
+		// The wrapper or sandbox-exec failed: the agent never ran.
+		o.ExitCode, o.Signal, o.Err = -1, 0, reasons.New(reasons.SandboxStartFailed, lastLine(tail))
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) && o.Err == nil {
+		o.ExitCode, o.Err = -1, reasons.New(reasons.SandboxStartFailed, err.Error())
+	}
+	if o.Limit != "" {
+		o.Detail = reasons.Text(o.Limit)
+	}
+	r.cleanupDirs()
+	r.outMu.Lock()
+	r.out = o
+	r.outMu.Unlock()
+	r.b.log.Info("run ended", "id", r.spec.ID, "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
+	r.w.Finish()
+}
+
+// Wait implements sandbox.Run.
+func (r *run) Wait() sandbox.Outcome {
+	<-r.w.Done()
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	return r.out
+}
+
+// Stop implements sandbox.Run.
+func (r *run) Stop() { r.w.Stop() }
+
+// Kill implements launch.Run.
+func (r *run) Kill() { r.w.Kill() }
+
+// teeWriter writes to both writers; the second never fails.
+type teeWriter struct {
+	w    io.Writer
+	tail *capped
+}
+
+func (t teeWriter) Write(p []byte) (int, error) {
+	t.tail.Write(p)
+	return t.w.Write(p)
+}
