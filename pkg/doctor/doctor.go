@@ -44,9 +44,10 @@ func lookPathIn(path string) func(string) (string, error) {
 	}
 }
 
-// HostChecks runs the checks that need no sandbox: bubblewrap present, user namespaces
-// allowed by the kernel and by AppArmor.
-func (h Host) HostChecks() []check.Check {
+// bwrapChecks are the host checks of the bubblewrap sandbox (Linux, and any platform
+// without Seatbelt): bubblewrap present, user namespaces allowed by the kernel and by
+// AppArmor.
+func (h Host) bwrapChecks() []check.Check {
 	var out []check.Check
 	bw := check.Check{Name: "bubblewrap", Requirement: "L1", OK: true}
 	if p, err := h.LookPath("bwrap"); err != nil {

@@ -130,3 +130,25 @@ func TestReportChecks(t *testing.T) {
 		t.Fatalf("ProbeChecks(passing) = %+v, want probe.loopback ok", got)
 	}
 }
+
+// M1: on macOS the host checks are Seatbelt's: sandbox-exec by its absolute path, and the
+// version against the verified targets. A missing sandbox-exec is no_sandbox_exec.
+func TestSeatbeltHostChecksM1(t *testing.T) {
+	found := Host{LookPath: func(p string) (string, error) {
+		if p != "/usr/bin/sandbox-exec" {
+			t.Errorf("looked up %q, want the absolute /usr/bin/sandbox-exec", p)
+		}
+		return p, nil
+	}}
+	cs := found.seatbeltChecks("15.1")
+	if len(cs) != 2 || !cs[0].OK || !cs[1].OK || !strings.Contains(cs[1].Detail, "verified target") {
+		t.Fatalf("checks = %+v, want sandbox_exec and a verified macOS", cs)
+	}
+	if cs := found.seatbeltChecks("26.0"); !cs[1].OK || !strings.Contains(cs[1].Detail, "the verified targets are 14 and 15") {
+		t.Fatalf("macOS 26 = %+v, want a pass that says it is not a verified target", cs[1])
+	}
+	missing := Host{LookPath: func(p string) (string, error) { return "", errors.New("not found") }}
+	if cs := missing.seatbeltChecks("14.6"); cs[0].OK || cs[0].Code != reasons.NoSandboxExec {
+		t.Fatalf("sandbox_exec without the program = %+v, want no_sandbox_exec", cs[0])
+	}
+}
