@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if pkg.dist != "" {
 		os.RemoveAll(pkg.dist)
 	}
+	if darwinDist != "" {
+		os.RemoveAll(darwinDist)
+	}
 	os.Exit(code)
 }
 
