@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,7 +46,29 @@ type Layout struct {
 	Hostname string
 	// Unsafe drops protections; only test builds (-tags anettest) ever set it.
 	Unsafe Weakening
+	// Wall is what a launcher built on this one adds; empty for an agent's run.
+	Wall Wall
 }
+
+// Wall lists the named differences between an agent's wall and the wall of a program that a
+// launcher built on this one runs in its place (the VM tier's QEMU, V1). Everything else (the
+// namespaces, the seccomp programs, capabilities, limits) stays the same.
+type Wall struct {
+	// Devices are host device nodes bound into the run, each one of WallDevices.
+	Devices []string
+	// Binds are host paths bound read-only at fixed paths under sandbox.SandboxRunDir
+	// (the guest kernel and initramfs, the VM link's socket).
+	Binds []Bind
+}
+
+// Bind is one read-only bind of a Wall.
+type Bind struct {
+	Src, Dst string
+}
+
+// WallDevices are the only devices a Wall may bind: KVM for an accelerated guest and the
+// vhost-vsock device for its link. An agent's wall has neither: both reach the hypervisor.
+var WallDevices = []string{"/dev/kvm", "/dev/vhost-vsock"}
 
 // Weakening names protections a test build can drop to prove self-test notices (C4).
 type Weakening struct {
@@ -110,6 +133,12 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	if l.Endpoint != "" {
 		// Read-only still lets init connect(); the run cannot replace or chmod the socket.
 		a = append(a, "--ro-bind", l.Endpoint, sandbox.SandboxEndpoint)
+	}
+	for _, b := range l.Wall.Binds {
+		a = append(a, "--ro-bind", b.Src, b.Dst)
+	}
+	for _, d := range l.Wall.Devices {
+		a = append(a, "--dev-bind", d, d)
 	}
 	if l.EnvFD >= 0 {
 		a = append(a, "--perms", "0400", "--ro-bind-data", strconv.Itoa(l.EnvFD), sandbox.SandboxEnvFile)
@@ -176,7 +205,37 @@ func (l Layout) validate(spec sandbox.Spec) error {
 			errs = append(errs, err)
 		}
 	}
+	return errors.Join(append(errs, l.Wall.validate(spec.Hidden))...)
+}
+
+func (w Wall) validate(hidden []string) error {
+	var errs []error
+	for _, d := range w.Devices {
+		if !slices.Contains(WallDevices, d) {
+			errs = append(errs, fmt.Errorf("layout wall device %q: not one of %v", d, WallDevices))
+		}
+	}
+	reserved := []string{sandbox.SandboxEndpoint, sandbox.SandboxSelf, sandbox.SandboxEnvFile}
+	seen := map[string]bool{}
+	for _, b := range w.Binds {
+		switch {
+		case !cleanAbs(b.Src) || !cleanAbs(b.Dst):
+			errs = append(errs, fmt.Errorf("layout wall bind %q -> %q: want clean absolute paths", b.Src, b.Dst))
+		case !strings.HasPrefix(b.Dst, sandbox.SandboxRunDir+"/") || slices.Contains(reserved, b.Dst) || seen[b.Dst]:
+			errs = append(errs, fmt.Errorf("layout wall bind %q: want a free path under %s", b.Dst, sandbox.SandboxRunDir))
+		}
+		seen[b.Dst] = true
+		for _, h := range hidden {
+			if within(b.Src, h) || within(h, b.Src) {
+				errs = append(errs, fmt.Errorf("layout wall bind %q: overlaps %q, which must never be visible in a run", b.Src, h))
+			}
+		}
+	}
 	return errors.Join(errs...)
+}
+
+func cleanAbs(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
 }
 
 func isSystemDir(p string) bool {

@@ -196,3 +196,10 @@ func (l *Backend) Binaries() []string {
 	}
 	return []string{p}
 }
+// HostSystemDirs lists the DefaultSystemDirs present on this host as a run sees them (the VM
+// tier shares the same ones into its guest).
+func HostSystemDirs() []SystemDir { return systemDirs() }
+
+// ResolveAgent returns the agent tree to expose and the program path to run, by the rules
+// of a bwrap run (the VM tier applies the same ones).
+func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) { return agentTree(spec) }

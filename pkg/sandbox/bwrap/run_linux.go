@@ -58,6 +58,13 @@ type run struct {
 // applied the rlimits and cgroups, so every limit is in place before any sandbox code runs.
 // The probe gate is the Launcher's (pkg/sandbox/launch); the probe's own run starts here too.
 func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
+	return l.StartWall(ctx, spec, stdio, Wall{})
+}
+
+// StartWall is Start for a program that needs the named differences of w in place of an
+// agent (the vm backend's QEMU, V1). Like Start it does not look at the probe: the vm
+// backend's own probe, which the Launcher gates on, includes this backend's.
+func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, w Wall) (launch.Run, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -84,7 +91,7 @@ func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		return nil, err
 	}
 
-	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: systemDirs()}
+	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: systemDirs(), Wall: w}
 	if err := r.makeDirs(&lay); err != nil {
 		return fail(err)
 	}

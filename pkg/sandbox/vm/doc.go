@@ -1,0 +1,25 @@
+// Package vm is the micro-VM isolation tier (V1, V2): an untrusted run gets its own guest
+// kernel, no network device, and one stream link to the run's endpoint on the host.
+//
+// The parts, each in its own file:
+//
+//   - kernel: a guest kernel from a Debian linux-image package, extracted at first use into
+//     the node's cache (the PVH vmlinux that QEMU's microvm machine boots directly, and the
+//     few modules the guest needs), with its version recorded.
+//   - initramfs: a newc cpio archive the node writes itself (u-root's pkg/cpio) holding the
+//     guest init (anet-sandboxd itself, with its ELF interpreter and libraries when it is
+//     dynamically linked) and the modules in load order.
+//   - qemu: the QEMU command line, a pure function of a Machine, golden-tested.
+//   - link: one interface, two transports: vsock (github.com/mdlayher/vsock; on hosts with
+//     vhost-vsock) and one virtio-serial port carrying streams multiplexed by
+//     github.com/hashicorp/yamux. The host side is a dumb relay per stream to the run's
+//     endpoint socket; every rule is enforced by anet-egress on the other side.
+//   - guest: the guest's pid 1. It loads the modules, mounts the shares under a private root,
+//     brings up lo only, listens on 127.0.0.1:P and relays each connection over the link,
+//     then starts the agent in its own pid, mount, UTS and IPC namespaces as an unprivileged
+//     uid with no capabilities, no_new_privs and the same two seccomp filters as the bwrap
+//     tier, reports the agent's status over the link and powers the VM off.
+//   - launcher: sandbox.Launcher for the tier. QEMU runs as the node's user inside the same
+//     bwrap+seccomp wall as an agent of the bwrap tier (pkg/sandbox/bwrap), with the named
+//     differences of a bwrap.Wall (the guest files, the link socket, /dev/kvm under KVM).
+package vm

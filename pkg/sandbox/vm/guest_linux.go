@@ -1,0 +1,529 @@
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mdlayher/vsock"
+	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// AgentCommand is the subcommand the guest init re-executes itself as, in the agent's new
+// namespaces, to drop to the agent's wall and then act as pid 1 of the agent's pid namespace.
+const AgentCommand = "vm-agent"
+
+// guestCgroup is the agent's cgroup in the guest (memory and tasks limits).
+const guestCgroup = "/sys/fs/cgroup/agent"
+
+// Guest is pid 1 of the VM (`anet-sandboxd vm-guest --link serial|vsock`). It returns only
+// on a failure before the link is up; otherwise it powers the VM off. Everything it does
+// with the agent's input is relaying: the endpoint on the host enforces every rule.
+func Guest(transport Transport, stderr io.Writer) error {
+	boot := uptimeMS()
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "anet guest: "+format+"\n", a...) }
+	defer powerOff()
+	if err := guestMounts(); err != nil {
+		logf("%v", err)
+		return err
+	}
+	t0 := time.Now()
+	if err := loadModules(); err != nil {
+		logf("%v", err)
+		return err
+	}
+	modules := time.Since(t0)
+	t0 = time.Now()
+	link, err := openGuestLink(transport)
+	if err != nil {
+		logf("%v", err)
+		return err
+	}
+	defer link.Close()
+	cc, err := link.Open(KindControl)
+	if err != nil {
+		logf("%v", err)
+		return err
+	}
+	ctl := newControl(cc)
+	if err := ctl.send(Hello{KernelMS: boot, ModulesMS: modules.Milliseconds(), LinkMS: time.Since(t0).Milliseconds()}); err != nil {
+		logf("control: %v", err)
+		return err
+	}
+	var cfg GuestConfig
+	if err := ctl.recv(&cfg); err != nil {
+		logf("control: %v", err)
+		return err
+	}
+	ev := runGuest(link, ctl, cfg, logf)
+	_ = ctl.send(ev)
+	// The host closes the link once it has the exit event: everything the agent wrote was
+	// relayed before it (runGuest drains stdout and stderr first).
+	done := make(chan struct{})
+	go func() {
+		var op HostOp
+		for ctl.recv(&op) == nil {
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	return nil
+}
+
+// runGuest sets up the agent's root and runs it; the event says how it ended.
+func runGuest(link GuestLink, ctl *control, cfg GuestConfig, logf func(string, ...any)) Event {
+	fail := func(err error) Event {
+		logf("%v", err)
+		return Event{Event: "error", Detail: reasons.Clip(err.Error(), 2000)}
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(fmt.Errorf("config: %w", err))
+	}
+	t0 := time.Now()
+	shares, err := buildRoot(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+		return fail(fmt.Errorf("hostname: %w", err))
+	}
+	if err := loopbackUp(); err != nil {
+		return fail(err)
+	}
+	if cfg.Port != 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)))
+		if err != nil {
+			return fail(fmt.Errorf("listen 127.0.0.1:%d: %w", cfg.Port, err))
+		}
+		defer ln.Close()
+		go serveEndpoints(ln, link, logf)
+	}
+	cg, err := agentCgroup(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	defer cg.Close()
+
+	var drains sync.WaitGroup
+	stdio := make([]*os.File, 3)
+	var closeAfterStart []*os.File
+	for i, k := range []Kind{KindStdin, KindStdout, KindStderr} {
+		if k == KindStdin && !cfg.Stdin {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				return fail(err)
+			}
+			stdio[0] = f
+			closeAfterStart = append(closeAfterStart, f)
+			continue
+		}
+		s, err := link.Open(k)
+		if err != nil {
+			return fail(err)
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		drains.Add(1)
+		if k == KindStdin {
+			stdio[i] = pr
+			closeAfterStart = append(closeAfterStart, pr)
+			go func() { defer drains.Done(); io.Copy(pw, s); pw.Close(); s.Close() }()
+		} else {
+			stdio[i] = pw
+			closeAfterStart = append(closeAfterStart, pw)
+			go func() {
+				defer drains.Done()
+				io.Copy(s, pr)
+				pr.Close()
+				if cw, ok := s.(interface{ CloseWrite() error }); ok {
+					cw.CloseWrite()
+				}
+			}()
+		}
+	}
+	env := append(sandbox.BaseEnv(), cfg.Env...)
+	args := []string{AgentCommand, "--uid", strconv.Itoa(cfg.UID), "--gid", strconv.Itoa(cfg.GID),
+		"--file-size", strconv.FormatInt(cfg.FileSize, 10), "--"}
+	cmd := &exec.Cmd{
+		Path: GuestInit, Args: append([]string{GuestInit}, append(args, cfg.Argv...)...),
+		Env: env, Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2],
+		SysProcAttr: &syscall.SysProcAttr{
+			// pid 1 of its own pid namespace: /proc shows the agent's processes only; its own
+			// mount namespace for that /proc; its own IPC namespace.
+			Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC,
+			UseCgroupFD: true, CgroupFD: int(cg.Fd()),
+		},
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("start the agent's init: %w", err))
+	}
+	for _, f := range closeAfterStart {
+		f.Close()
+	}
+	_ = ctl.send(Event{Event: "started", SharesMS: shares.Milliseconds(), SetupMS: time.Since(t0).Milliseconds()})
+	go func() {
+		var op HostOp
+		for ctl.recv(&op) == nil {
+			if op.Op == "stop" {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}
+	}()
+	err = cmd.Wait()
+	drainDone := make(chan struct{})
+	go func() { drains.Wait(); close(drainDone) }()
+	select {
+	case <-drainDone:
+	case <-time.After(10 * time.Second):
+		logf("agent output still open 10s after it exited (a background process holds it)")
+	}
+	ev := Event{Event: "exit"}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		ws := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			ev.ExitCode, ev.Signal = 128+int(ws.Signal()), int(ws.Signal())
+		} else {
+			ev.ExitCode = ws.ExitStatus()
+			if ev.ExitCode > 128 && ev.ExitCode < 128+65 {
+				ev.Signal = ev.ExitCode - 128
+			}
+		}
+	default:
+		return fail(err)
+	}
+	ev.Limit = cgroupLimitHit()
+	return ev
+}
+
+// guestMounts mounts what init itself needs: devices (the link's port), /proc, /sys.
+func guestMounts() error {
+	for _, m := range []struct{ src, dst, fs string }{
+		{"devtmpfs", "/dev", "devtmpfs"}, {"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"},
+	} {
+		if err := unix.Mount(m.src, m.dst, m.fs, unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount %s: %w", m.dst, err)
+		}
+	}
+	return nil
+}
+
+func loadModules() error {
+	b, err := os.ReadFile(GuestModuleList)
+	if err != nil {
+		return fmt.Errorf("modules: %w", err)
+	}
+	for _, name := range strings.Fields(string(b)) {
+		f, err := os.Open(filepath.Join(GuestModuleDir, name))
+		if err != nil {
+			return fmt.Errorf("module %s: %w", name, err)
+		}
+		err = unix.FinitModule(int(f.Fd()), "", 0)
+		f.Close()
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("load module %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// openGuestLink waits (the port appears when virtio probes it) for the transport's device.
+func openGuestLink(t Transport) (GuestLink, error) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var l GuestLink
+		var err error
+		switch t {
+		case TransportVsock:
+			c, derr := vsock.Dial(vsock.Host, LinkVsockPort, nil)
+			if derr == nil {
+				// Each stream is its own connection; this first one proves the path.
+				c.Close()
+				l = NewVsockGuest(func() (net.Conn, error) { return vsock.Dial(vsock.Host, LinkVsockPort, nil) })
+			}
+			err = derr
+		case TransportSerial:
+			var f *os.File
+			if f, err = openSerialPort(); err == nil {
+				l, err = NewSerialGuest(f)
+			}
+		default:
+			return nil, fmt.Errorf("link transport %q: want serial or vsock", t)
+		}
+		if err == nil {
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("link (%s): %w", t, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func openSerialPort() (*os.File, error) {
+	ports, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+	for _, p := range ports {
+		b, err := os.ReadFile(p)
+		if err != nil || strings.TrimSpace(string(b)) != LinkPortName {
+			continue
+		}
+		return os.OpenFile("/dev/"+filepath.Base(filepath.Dir(p)), os.O_RDWR, 0)
+	}
+	return nil, errors.New("no virtio-serial port named " + LinkPortName)
+}
+
+// buildRoot assembles the agent's root under GuestRoot: a tmpfs holding the 9p shares,
+// home and tmp tmpfs, a minimal /dev, and anet-sandboxd at sandbox.SandboxSelf; then it
+// makes the root read-only as the bwrap tier does.
+func buildRoot(cfg GuestConfig) (time.Duration, error) {
+	const nsd = unix.MS_NOSUID | unix.MS_NODEV
+	r := func(p string) string { return filepath.Join(GuestRoot, p) }
+	if err := unix.Mount("tmpfs", GuestRoot, "tmpfs", nsd, "mode=0755,size=1m"); err != nil {
+		return 0, fmt.Errorf("mount agent root: %w", err)
+	}
+	t0 := time.Now()
+	for _, s := range cfg.Shares {
+		if err := os.MkdirAll(r(s.Mount), 0o755); err != nil {
+			return 0, err
+		}
+		flags := uintptr(nsd)
+		opts := "trans=virtio,version=9p2000.L,msize=512000"
+		if s.ReadOnly {
+			// Read-only shares never change under the run: let the guest cache them.
+			flags |= unix.MS_RDONLY
+			opts += ",cache=loose"
+		}
+		if err := unix.Mount(s.Tag, r(s.Mount), "9p", flags, opts); err != nil {
+			return 0, fmt.Errorf("mount share %s at %s: %w", s.Tag, s.Mount, err)
+		}
+	}
+	shares := time.Since(t0)
+	for _, l := range cfg.Links {
+		if err := os.MkdirAll(filepath.Dir(r(l.Path)), 0o755); err != nil {
+			return 0, err
+		}
+		if err := os.Symlink(l.Target, r(l.Path)); err != nil {
+			return 0, fmt.Errorf("link %s: %w", l.Path, err)
+		}
+	}
+	size := "size=" + strconv.FormatInt(cfg.TmpBytes, 10)
+	for _, d := range []string{sandbox.SandboxHome, sandbox.SandboxTmp} {
+		if err := os.MkdirAll(r(d), 0o755); err != nil {
+			return 0, err
+		}
+		opts := fmt.Sprintf("mode=0700,uid=%d,gid=%d,%s", cfg.UID, cfg.GID, size)
+		if err := unix.Mount("tmpfs", r(d), "tmpfs", nsd, opts); err != nil {
+			return 0, fmt.Errorf("mount %s: %w", d, err)
+		}
+	}
+	if err := writeHomeFiles(r(sandbox.SandboxHome), cfg); err != nil {
+		return 0, err
+	}
+	if err := minimalDev(r("/dev")); err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(r("/proc"), 0o555); err != nil {
+		return 0, err
+	}
+	self := r(sandbox.SandboxSelf)
+	if err := os.MkdirAll(filepath.Dir(self), 0o755); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(self, nil, 0o555); err != nil {
+		return 0, err
+	}
+	if err := unix.Mount(GuestInit, self, "", unix.MS_BIND, ""); err != nil {
+		return 0, fmt.Errorf("bind %s: %w", sandbox.SandboxSelf, err)
+	}
+	if err := unix.Mount("", self, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return 0, fmt.Errorf("remount %s: %w", sandbox.SandboxSelf, err)
+	}
+	if err := unix.Mount("", GuestRoot, "", unix.MS_REMOUNT|unix.MS_RDONLY|nsd, ""); err != nil {
+		return 0, fmt.Errorf("remount agent root read-only: %w", err)
+	}
+	return shares, nil
+}
+
+func writeHomeFiles(home string, cfg GuestConfig) error {
+	for _, hf := range cfg.HomeFiles {
+		if err := sandbox.ValidateRelPath(hf.Path); err != nil || hf.Mode&^0o700 != 0 {
+			return fmt.Errorf("home file %q: refused", hf.Path)
+		}
+		p := filepath.Join(home, hf.Path)
+		for d := filepath.Dir(p); d != home; d = filepath.Dir(d) {
+			defer os.Lchown(d, cfg.UID, cfg.GID)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, hf.Content, os.FileMode(hf.Mode)); err != nil {
+			return err
+		}
+		if err := os.Lchown(p, cfg.UID, cfg.GID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// minimalDev is bwrap's --dev: the harmless nodes, a private devpts and a /dev/shm tmpfs.
+func minimalDev(dev string) error {
+	const nsd = unix.MS_NOSUID | unix.MS_NOEXEC
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", dev, "tmpfs", nsd, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, n := range []struct {
+		name         string
+		major, minor uint32
+	}{{"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}} {
+		p := filepath.Join(dev, n.name)
+		if err := unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(n.major, n.minor))); err != nil {
+			return fmt.Errorf("mknod %s: %w", p, err)
+		}
+		if err := os.Chmod(p, 0o666); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{"pts", "shm"} {
+		if err := os.Mkdir(filepath.Join(dev, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", nsd, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("mount devpts: %w", err)
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=64m"); err != nil {
+		return fmt.Errorf("mount /dev/shm: %w", err)
+	}
+	for name, target := range map[string]string{"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
+			return err
+		}
+	}
+	return unix.Mount("", dev, "", unix.MS_REMOUNT|unix.MS_RDONLY|nsd, "")
+}
+
+// loopbackUp brings up lo, the guest's only network device (127.0.0.1 comes with it).
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("lo: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	ifr.SetUint16(unix.IFF_UP | unix.IFF_LOOPBACK | unix.IFF_RUNNING)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("lo up: %w", err)
+	}
+	return nil
+}
+
+// agentCgroup makes the agent's cgroup (v2) with the run's memory and task limits and
+// returns its directory, which the agent's init is started in.
+func agentCgroup(cfg GuestConfig) (*os.File, error) {
+	if err := unix.Mount("cgroup2", "/sys/fs/cgroup", "cgroup2", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return nil, fmt.Errorf("mount cgroup2: %w", err)
+	}
+	if err := os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+memory +pids"), 0); err != nil {
+		return nil, fmt.Errorf("cgroup controllers: %w", err)
+	}
+	if err := os.Mkdir(guestCgroup, 0o755); err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	for f, v := range map[string]int64{"memory.max": cfg.Memory, "memory.swap.max": 0, "pids.max": cfg.Tasks} {
+		if err := os.WriteFile(filepath.Join(guestCgroup, f), []byte(strconv.FormatInt(v, 10)), 0); err != nil && !(f == "memory.swap.max" && errors.Is(err, os.ErrNotExist)) {
+			return nil, fmt.Errorf("cgroup %s: %w", f, err)
+		}
+	}
+	return os.Open(guestCgroup)
+}
+
+// cgroupLimitHit reports the limit the agent's cgroup ran into, if any.
+func cgroupLimitHit() reasons.Code {
+	if n := eventCount(filepath.Join(guestCgroup, "memory.events"), "oom_kill"); n > 0 {
+		return sandbox.LimitMemory
+	}
+	if n := eventCount(filepath.Join(guestCgroup, "pids.events"), "max"); n > 0 {
+		return sandbox.LimitTasks
+	}
+	return ""
+}
+
+func eventCount(file, key string) int64 {
+	b, _ := os.ReadFile(file)
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// serveEndpoints relays each connection to 127.0.0.1:P over a new endpoint stream.
+func serveEndpoints(ln net.Listener, link GuestLink, logf func(string, ...any)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return
+		}
+		go func() {
+			s, err := link.Open(KindEndpoint)
+			if err != nil {
+				logf("endpoint stream: %v", err)
+				c.Close()
+				return
+			}
+			join(c, s)
+		}()
+	}
+}
+
+// uptimeMS is the time since the guest kernel started.
+func uptimeMS() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return ts.Nano() / 1e6
+}
+
+// powerOff ends the VM: the kernel's reset (reboot=t) makes QEMU, started with -no-reboot,
+// exit. Nothing is written to disk in the guest, so there is nothing to sync but the shares.
+func powerOff() {
+	unix.Sync()
+	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
+	for {
+		time.Sleep(time.Hour)
+	}
+}

@@ -1,0 +1,137 @@
+package vm_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/vm"
+)
+
+// These tests boot real guests under QEMU's software emulation (TCG): each boot costs a few
+// seconds of CPU, so the tests share launchers (and their probe) and keep boots few.
+
+func TestMain(m *testing.M) {
+	testharness.Main(m, testharness.Options{
+		Builds: []testharness.Build{{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"}},
+		Cgroup: true,
+	})
+}
+
+// vmHost is a test's view of the operator's machine with a VM launcher.
+type vmHost struct {
+	l       *vm.Launcher
+	runRoot string
+	cache   string
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *vmHost
+	sharedErr  string
+)
+
+// needHost fails (never skips) with the command that fixes a missing prerequisite.
+func needHost(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		t.Fatalf("QEMU is not installed; run: apt-get install -y qemu-system-x86 (%v)", err)
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatalf("bwrap is not installed; run: apt-get install -y bubblewrap (%v)", err)
+	}
+	if m, _ := filepath.Glob("/var/cache/apt/archives/linux-image-*-amd64_*.deb"); len(m) == 0 {
+		t.Fatalf("no guest kernel package; run: cd /var/cache/apt/archives && apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')")
+	}
+	if !testharness.CgroupDelegated() {
+		t.Fatalf("no delegated cgroup: run the tests as root (CI) so the harness delegates one")
+	}
+}
+
+// sharedHost is one launcher for the package: its probe boots one guest, and later runs reuse
+// the prepared kernel and initramfs. The cache dir outlives the test binary (the user's
+// cache), so the kernel is extracted once per machine.
+func sharedHost(t *testing.T) *vmHost {
+	t.Helper()
+	needHost(t)
+	sharedOnce.Do(func() {
+		h, err := newVMHost(vm.Config{AllowTCG: true})
+		if err != nil {
+			sharedErr = err.Error()
+			return
+		}
+		shared = h
+	})
+	if shared == nil {
+		t.Fatalf("vm launcher: %s", sharedErr)
+	}
+	return shared
+}
+
+func newVMHost(cfg vm.Config) (*vmHost, error) {
+	base, err := os.MkdirTemp("", "anet-vm-test-")
+	if err != nil {
+		return nil, err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	w, err := bwrap.New(bwrap.Config{Self: filepath.Join(testharness.BinDir(), "anet-sandboxd")})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Wall = w
+	cfg.Self = filepath.Join(testharness.BinDir(), "anet-sandboxd")
+	cfg.Kernel.CacheDir = filepath.Join(cache, "anet", "vm")
+	l, err := vm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &vmHost{l: l, runRoot: filepath.Join(base, "runs"), cache: cfg.Kernel.CacheDir}, nil
+}
+
+type runResult struct {
+	out     sandbox.Outcome
+	stdout  string
+	stderr  string
+	elapsed time.Duration
+}
+
+func (h *vmHost) run(t *testing.T, spec sandbox.Spec) runResult {
+	t.Helper()
+	if spec.ID == "" {
+		spec.ID = "t" + time.Now().Format("150405.000000")
+	}
+	spec.Mode = sandbox.ModeSandbox
+	if spec.RunRoot == "" {
+		spec.RunRoot = h.runRoot
+	}
+	var so, se bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	r, err := h.l.Start(ctx, spec, sandbox.Stdio{Stdout: &so, Stderr: &se})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	o := r.Wait()
+	return runResult{out: o, stdout: so.String(), stderr: se.String(), elapsed: time.Since(start)}
+}
+
+func TestVMRunsAgentBehindItsWall(t *testing.T) {
+	h := sharedHost(t)
+	res := h.run(t, sandbox.Spec{Argv: []string{"/bin/sh", "-c", "echo hello; id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp)' /proc/self/status; cat /proc/net/dev | wc -l; echo err >&2; exit 3"}})
+	t.Logf("outcome %+v\nstdout:\n%s\nstderr:\n%s\n(%v)", res.out, res.stdout, res.stderr, res.elapsed)
+	if res.out.Err != nil || res.out.ExitCode != 3 {
+		t.Fatalf("outcome %+v, want exit 3", res.out)
+	}
+}

@@ -1,0 +1,674 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mdlayher/vsock"
+	"golang.org/x/sys/unix"
+
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/bwrap"
+)
+
+// Paths of the guest's files inside QEMU's wall (bwrap.Wall binds).
+const (
+	wallKernel    = sandbox.SandboxRunDir + "/vmlinux"
+	wallInitramfs = sandbox.SandboxRunDir + "/initramfs"
+	wallLink      = sandbox.SandboxRunDir + "/link.sock"
+	wallAgentTree = sandbox.SandboxRunDir + "/agent"
+)
+
+// QEMU's own needs inside its wall, beyond the guest's RAM: TCG's translation cache (64 MiB,
+// see Machine.TBSizeMiB) and QEMU's heap, devices and 9p buffers; KVM needs no cache.
+const (
+	qemuOverheadTCG = 320 << 20
+	qemuOverheadKVM = 192 << 20
+	// qemuTasks bounds QEMU's threads (vCPUs, RCU, the 9p worker pool, I/O threads).
+	qemuTasks = 128
+	// guestReserve is RAM the guest keeps for its kernel and init beyond the agent's cgroup.
+	guestReserve = 48 << 20
+	// maxEndpointStreams bounds concurrent endpoint streams (anet-egress bounds connections
+	// again; this keeps the relay's own goroutines and fds bounded).
+	maxEndpointStreams = 64
+)
+
+// Timings is the boot-to-agent breakdown of one run (make bench reports it).
+type Timings struct {
+	// QEMU is QEMU's start until it connected the link (the wall, QEMU's own start, loading
+	// kernel and initramfs); Kernel the guest kernel's boot until init ran; Modules and
+	// Link init's module loading and its wait for the link's device; Shares the 9p mounts;
+	// Setup all of init's work after receiving the run's config; Total is Start's start
+	// until the agent started.
+	QEMU, Kernel, Modules, Link, Shares, Setup, Total time.Duration
+}
+
+// run is one VM run.
+type run struct {
+	l      *Launcher
+	spec   sandbox.Spec
+	lim    sandbox.Limits
+	inner  sandbox.Run
+	vmDir  string
+	lock   *os.File
+	ctl    *control
+	link   HostLink
+	conn   net.Conn
+	events chan Event
+	out    sync.WaitGroup // stdout and stderr copies
+	t      Timings
+
+	console, qemuErr *tail
+
+	innerDone chan sandbox.Outcome
+	done      chan struct{}
+
+	mu      sync.Mutex // guards the fields below
+	limit   reasons.Code
+	killed  bool
+	stopped bool
+	outcome sandbox.Outcome
+}
+
+// Start implements sandbox.Launcher: direct runs as the bwrap tier does; sandboxed runs only
+// after a passing probe (fresh or cached, P2), in a guest with the probe's accelerator.
+func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode == sandbox.ModeDirect {
+		return sandbox.StartDirect(ctx, spec, stdio)
+	}
+	res, err := l.Probe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !res.OK {
+		return nil, res.Err()
+	}
+	return l.start(ctx, spec, stdio)
+}
+
+// start is Start without the probe, with the accelerator the last probe chose.
+func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+	a := l.Accel()
+	if a == "" {
+		return nil, reasons.New(NoAccel, "no probe has chosen an accelerator yet")
+	}
+	return l.startWith(ctx, spec, stdio, a)
+}
+
+func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, accel Accel) (_ sandbox.Run, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode != sandbox.ModeSandbox {
+		return nil, fmt.Errorf("vm start: mode %q is not sandboxed", spec.Mode)
+	}
+	if os.Getuid() == 0 {
+		// QEMU's 9p server acts with the node's uid, which the agent then has in the guest;
+		// as root that would be a root agent.
+		return nil, reasons.New(reasons.SandboxStartFailed, "the vm isolation runs only as an unprivileged node user, not as root")
+	}
+	began := time.Now()
+	g, err := l.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	qemu, err := l.qemuPath()
+	if err != nil {
+		return nil, err
+	}
+	tree, prog, err := bwrap.ResolveAgent(spec)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
+	}
+	var endpoint string
+	if spec.Endpoint != "" {
+		if endpoint, err = filepath.EvalSymlinks(spec.Endpoint); err != nil {
+			return nil, fmt.Errorf("start %s: endpoint: %w", spec.ID, err)
+		}
+		if fi, err := os.Lstat(endpoint); err != nil || fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("start %s: endpoint %s is not a socket", spec.ID, endpoint)
+		}
+	}
+	lim := spec.Limits.WithDefaults()
+	r := &run{l: l, spec: spec, lim: lim, events: make(chan Event, 4), innerDone: make(chan sandbox.Outcome, 1),
+		done: make(chan struct{}), console: &tail{max: 4096}, qemuErr: &tail{max: 4096}}
+	defer func() {
+		if err != nil {
+			r.abort()
+		}
+	}()
+	if err := r.makeDir(); err != nil {
+		return nil, err
+	}
+	transport := l.Transport()
+	if accel != AccelKVM {
+		transport = TransportSerial
+	}
+	var hostLn net.Listener
+	var cid uint32
+	switch transport {
+	case TransportSerial:
+		if hostLn, err = net.Listen("unix", filepath.Join(r.vmDir, "link.sock")); err != nil {
+			return nil, fmt.Errorf("start %s: link socket: %w", spec.ID, err)
+		}
+	case TransportVsock:
+		// A random CID: QEMU refuses one already in use, and the run fails closed.
+		cid = 3 + rand.Uint32N(1<<30)
+		if hostLn, err = vsock.Listen(LinkVsockPort, nil); err != nil {
+			return nil, fmt.Errorf("start %s: vsock listen: %w", spec.ID, err)
+		}
+	}
+	defer hostLn.Close()
+
+	wall := bwrap.Wall{Binds: []bwrap.Bind{{Src: g.kernel.Vmlinux(), Dst: wallKernel}, {Src: g.initramfs, Dst: wallInitramfs}}}
+	cfg := GuestConfig{
+		Argv: append([]string{prog}, spec.Argv[1:]...), Env: spec.Env, HomeFiles: spec.HomeFiles, Port: spec.Port,
+		UID: os.Getuid(), GID: os.Getgid(), Hostname: l.cfg.Hostname,
+		Tasks: lim.Tasks, Memory: max(lim.Memory-guestReserve, lim.Memory/2), FileSize: lim.FileSize,
+		TmpBytes: lim.Disk, Stdin: stdio.Stdin != nil,
+	}
+	m := Machine{Accel: accel, MemoryMiB: (lim.Memory + (1 << 20) - 1) >> 20, CPUs: l.cfg.CPUs,
+		Kernel: wallKernel, Initrd: wallInitramfs, Transport: transport, VsockCID: cid}
+	if transport == TransportSerial {
+		wall.Binds = append(wall.Binds, bwrap.Bind{Src: filepath.Join(r.vmDir, "link.sock"), Dst: wallLink})
+		m.LinkSocket = wallLink
+	} else {
+		wall.Devices = append(wall.Devices, "/dev/vhost-vsock")
+	}
+	tsc := 0
+	if accel == AccelKVM {
+		wall.Devices = append(wall.Devices, "/dev/kvm")
+	} else {
+		tsc = hostTSCKHz()
+	}
+	m.Cmdline = KernelCmdline(tsc, transport)
+	for _, d := range bwrap.HostSystemDirs() {
+		if d.Link != "" {
+			cfg.Links = append(cfg.Links, GuestLinkDir{Path: d.Path, Target: d.Link})
+			continue
+		}
+		tag := "sys_" + strings.TrimPrefix(d.Path, "/")
+		m.Shares = append(m.Shares, Share{Tag: tag, Path: d.Path, ReadOnly: true})
+		cfg.Shares = append(cfg.Shares, GuestShare{Tag: tag, Mount: d.Path, ReadOnly: true})
+	}
+	if tree != "" {
+		wall.Binds = append(wall.Binds, bwrap.Bind{Src: tree, Dst: wallAgentTree})
+		m.Shares = append(m.Shares, Share{Tag: "agent", Path: wallAgentTree, ReadOnly: true})
+		cfg.Shares = append(cfg.Shares, GuestShare{Tag: "agent", Mount: tree, ReadOnly: true})
+	}
+	m.Shares = append(m.Shares, Share{Tag: "work", Path: sandbox.SandboxWork})
+	cfg.Shares = append(cfg.Shares, GuestShare{Tag: "work", Mount: sandbox.SandboxWork})
+	args, err := QEMUArgs(m)
+	if err != nil {
+		return nil, err
+	}
+	boot := l.bootTimeout(accel)
+	overhead := int64(qemuOverheadTCG)
+	if accel == AccelKVM {
+		overhead = qemuOverheadKVM
+	}
+	qspec := sandbox.Spec{
+		ID: spec.ID, Mode: sandbox.ModeSandbox, Argv: append([]string{qemu}, args...),
+		WorkRoot: spec.WorkRoot, WorkSub: spec.WorkSub, RunRoot: spec.RunRoot, Hidden: spec.Hidden,
+		Limits: sandbox.Limits{Memory: lim.Memory + overhead, Tasks: qemuTasks, Disk: lim.Disk, FileSize: lim.FileSize,
+			// A backstop only: the run's own wall clock is enforced below, from the agent's start.
+			WallClock: boot + lim.WallClock + 2*lim.Grace + 30*time.Second, Grace: lim.Grace},
+	}
+	r.inner, err = l.cfg.Wall.StartWall(ctx, qspec, sandbox.Stdio{Stdout: r.console, Stderr: r.qemuErr}, wall)
+	if err != nil {
+		return nil, err
+	}
+	go func() { r.innerDone <- r.inner.Wait() }()
+	l.mu.Lock()
+	l.runs[r] = true
+	l.mu.Unlock()
+
+	deadline := began.Add(boot)
+	if err := r.connect(hostLn, transport, cid, deadline, began); err != nil {
+		return nil, err
+	}
+	if err := r.handshake(cfg, deadline, stdio, endpoint); err != nil {
+		return nil, err
+	}
+	r.t.Total = time.Since(began)
+	l.cfg.Log.Info("run started", "id", spec.ID, "isolation", "vm", "accel", accel, "transport", transport,
+		"boot_ms", r.t.Total.Milliseconds(), "argv0", prog)
+	go r.watch(ctx)
+	return r, nil
+}
+
+func (l *Launcher) bootTimeout(a Accel) time.Duration {
+	if l.cfg.BootTimeout > 0 {
+		return l.cfg.BootTimeout
+	}
+	if a == AccelKVM {
+		return 15 * time.Second
+	}
+	return 90 * time.Second
+}
+
+// makeDir creates <RunRoot>/<ID>.vm (the link socket's dir), locked like a run dir so a
+// killed launcher's is swept.
+func (r *run) makeDir() error {
+	root, rootF, err := sandbox.MkdirUnder(r.spec.RunRoot, "", 0o700)
+	if err != nil {
+		return fmt.Errorf("start %s: run root: %w", r.spec.ID, err)
+	}
+	defer rootF.Close()
+	name := r.spec.ID + ".vm"
+	if err := unix.Mkdirat(int(rootF.Fd()), name, 0o700); err != nil {
+		return fmt.Errorf("start %s: vm dir: %w", r.spec.ID, err)
+	}
+	r.vmDir = filepath.Join(root, name)
+	if len(r.vmDir)+len("/link.sock") >= 108 {
+		return fmt.Errorf("start %s: vm dir %s is too long for a unix socket path", r.spec.ID, r.vmDir)
+	}
+	if r.lock, err = sandbox.LockRunDir(r.vmDir); err != nil {
+		return fmt.Errorf("start %s: %w", r.spec.ID, err)
+	}
+	return nil
+}
+
+// connect waits for QEMU to connect the link (serial) or for the guest's first stream (vsock).
+func (r *run) connect(ln net.Listener, t Transport, cid uint32, deadline, began time.Time) error {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		got <- result{c, err}
+	}()
+	select {
+	case res := <-got:
+		if res.err != nil {
+			return r.bootFailure("link: " + res.err.Error())
+		}
+		r.t.QEMU = time.Since(began)
+		if t == TransportVsock {
+			// The first connection only proved the path (see openGuestLink); the link
+			// accepts the guest's streams on the same listener from here on.
+			res.c.Close()
+			r.link = NewVsockHost(ln, cid)
+			return nil
+		}
+		// QEMU connected: nothing else may; close the listener and remove the socket.
+		ln.Close()
+		r.conn = res.c
+		var err error
+		r.link, err = NewSerialHost(res.c)
+		return err
+	case o := <-r.innerDone:
+		r.innerDone <- o
+		return r.bootFailure("QEMU ended before the guest connected")
+	case <-time.After(time.Until(deadline)):
+		return r.bootFailure("QEMU did not connect the link in time")
+	}
+}
+
+// handshake reads the guest's Hello, sends the config, starts the stream server and waits
+// for the agent to start.
+func (r *run) handshake(cfg GuestConfig, deadline time.Time, stdio sandbox.Stdio, endpoint string) error {
+	type accepted struct {
+		k   Kind
+		c   net.Conn
+		err error
+	}
+	first := make(chan accepted, 1)
+	go func() {
+		k, c, err := r.link.Accept()
+		first <- accepted{k, c, err}
+	}()
+	var a accepted
+	select {
+	case a = <-first:
+	case o := <-r.innerDone:
+		r.innerDone <- o
+		return r.bootFailure("QEMU ended before the guest's init spoke")
+	case <-time.After(time.Until(deadline)):
+		return r.bootFailure("the guest's init did not open the control stream in time")
+	}
+	if a.err != nil || a.k != KindControl {
+		return r.bootFailure(fmt.Sprintf("first stream %c: %v", a.k, a.err))
+	}
+	_ = a.c.SetDeadline(deadline)
+	r.ctl = newControl(a.c)
+	var h Hello
+	if err := r.ctl.recv(&h); err != nil {
+		return r.bootFailure("hello: " + err.Error())
+	}
+	r.t.Kernel, r.t.Modules, r.t.Link = ms(h.KernelMS), ms(h.ModulesMS), ms(h.LinkMS)
+	if err := r.ctl.send(cfg); err != nil {
+		return r.bootFailure("config: " + err.Error())
+	}
+	go r.serveStreams(stdio, endpoint)
+	var ev Event
+	if err := r.ctl.recv(&ev); err != nil {
+		return r.bootFailure("waiting for the agent's start: " + err.Error())
+	}
+	if ev.Event != "started" {
+		return r.bootFailure("guest: " + ev.Detail)
+	}
+	r.t.Shares, r.t.Setup = ms(ev.SharesMS), ms(ev.SetupMS)
+	_ = a.c.SetDeadline(time.Time{})
+	go func() {
+		for {
+			var ev Event
+			if err := r.ctl.recv(&ev); err != nil {
+				close(r.events)
+				return
+			}
+			r.events <- ev
+		}
+	}()
+	return nil
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// bootFailure stops QEMU and returns sandbox_start_failed with what QEMU and the guest said.
+func (r *run) bootFailure(what string) error {
+	r.kill()
+	select {
+	case o := <-r.innerDone:
+		r.innerDone <- o
+		if o.Err != nil {
+			what += "; wall: " + o.Err.Error()
+		}
+	case <-time.After(10 * time.Second):
+	}
+	msg := "guest did not start the agent: " + what
+	if q := lastLine(r.qemuErr.String()); q != "" {
+		msg += "; qemu: " + q
+	}
+	if c := lastLine(r.console.String()); c != "" {
+		msg += "; console: " + c
+	}
+	return reasons.New(reasons.SandboxStartFailed, msg)
+}
+
+// serveStreams accepts the guest's streams until the link closes.
+func (r *run) serveStreams(stdio sandbox.Stdio, endpoint string) {
+	sem := make(chan struct{}, maxEndpointStreams)
+	seen := map[Kind]bool{}
+	for {
+		k, c, err := r.link.Accept()
+		if err != nil {
+			if errors.Is(err, ErrBadKind) || errors.Is(err, ErrForeignCID) {
+				continue
+			}
+			return
+		}
+		if k != KindEndpoint && seen[k] {
+			c.Close() // one control and one of each stdio stream per run
+			continue
+		}
+		seen[k] = true
+		switch k {
+		case KindStdout, KindStderr:
+			w := stdio.Stdout
+			if k == KindStderr {
+				w = stdio.Stderr
+			}
+			r.out.Add(1)
+			go func() {
+				defer r.out.Done()
+				if w == nil {
+					w = io.Discard
+				}
+				_, _ = io.Copy(w, c)
+				c.Close()
+			}()
+		case KindStdin:
+			go func() {
+				if stdio.Stdin != nil {
+					_, _ = io.Copy(c, stdio.Stdin)
+				}
+				if cw, ok := c.(interface{ CloseWrite() error }); ok {
+					_ = cw.CloseWrite()
+				}
+			}()
+		case KindEndpoint:
+			if endpoint == "" {
+				c.Close()
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			default:
+				c.Close()
+				continue
+			}
+			go func() {
+				defer func() { <-sem }()
+				u, err := net.Dial("unix", endpoint)
+				if err != nil {
+					c.Close()
+					return
+				}
+				join(c, u)
+			}()
+		default:
+			c.Close()
+		}
+	}
+}
+
+// watch enforces the wall clock from the agent's start and collects the outcome.
+func (r *run) watch(ctx context.Context) {
+	wall := time.NewTimer(r.lim.WallClock)
+	defer wall.Stop()
+	cancelled := ctx.Done()
+	var exit *Event
+	var guestErr string
+	var inner sandbox.Outcome
+	events := r.events
+loop:
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			switch ev.Event {
+			case "exit":
+				e := ev
+				exit = &e
+				// The guest powers off once the host closes the link.
+				r.closeLink()
+			case "error":
+				guestErr = ev.Detail
+			}
+		case <-wall.C:
+			r.setLimit(sandbox.LimitWallClock)
+			go r.terminate()
+		case <-cancelled:
+			cancelled = nil
+			go r.terminate()
+		case inner = <-r.innerDone:
+			break loop
+		}
+	}
+	// Output streams end when the guest's pipes do; give them a moment after QEMU's end.
+	outDone := make(chan struct{})
+	go func() { r.out.Wait(); close(outDone) }()
+	select {
+	case <-outDone:
+	case <-time.After(5 * time.Second):
+	}
+	if exit == nil {
+		// A late exit event (QEMU ended just after the guest sent it).
+		for ev := range r.events {
+			if ev.Event == "exit" {
+				e := ev
+				exit = &e
+			}
+		}
+	}
+	r.finish(exit, guestErr, inner)
+}
+
+func (r *run) finish(exit *Event, guestErr string, inner sandbox.Outcome) {
+	r.closeLink()
+	r.mu.Lock()
+	o := sandbox.Outcome{Cgroup: sandbox.CgroupFull, Limit: r.limit}
+	switch {
+	case exit != nil:
+		o.ExitCode, o.Signal = exit.ExitCode, exit.Signal
+		if o.Limit == "" {
+			o.Limit = exit.Limit
+		}
+	case r.limit != "" || r.killed:
+		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
+	case inner.Limit != "":
+		// The wall's own limits (disk growth of the work share, QEMU's memory).
+		o.Limit = inner.Limit
+		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
+	default:
+		msg := "the VM ended without the agent's status"
+		if guestErr != "" {
+			msg += ": " + guestErr
+		} else if c := lastLine(r.console.String()); c != "" {
+			msg += "; console: " + c
+		}
+		o.ExitCode = -1
+		o.Err = reasons.New(reasons.SandboxStartFailed, msg)
+	}
+	if o.Limit == "" && inner.Limit != "" {
+		o.Limit = inner.Limit
+	}
+	r.mu.Unlock()
+	if o.Limit != "" {
+		o.Detail = reasons.Text(o.Limit)
+	}
+	r.cleanup()
+	r.outcome = o
+	r.l.mu.Lock()
+	delete(r.l.runs, r)
+	r.l.mu.Unlock()
+	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "isolation", "vm", "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
+	close(r.done)
+}
+
+func (r *run) closeLink() {
+	if r.link != nil {
+		r.link.Close()
+	}
+	if r.conn != nil {
+		r.conn.Close()
+	}
+}
+
+func (r *run) cleanup() {
+	if r.vmDir != "" {
+		_ = sandbox.RemovePath(r.vmDir)
+	}
+	if r.lock != nil {
+		r.lock.Close()
+	}
+}
+
+// abort undoes a start that failed.
+func (r *run) abort() {
+	r.kill()
+	if r.inner != nil {
+		r.inner.Wait()
+	}
+	r.closeLink()
+	r.cleanup()
+	r.l.mu.Lock()
+	delete(r.l.runs, r)
+	r.l.mu.Unlock()
+}
+
+func (r *run) setLimit(c reasons.Code) {
+	r.mu.Lock()
+	if r.limit == "" {
+		r.limit = c
+	}
+	r.mu.Unlock()
+}
+
+// terminate is the polite stop: the guest's init TERMs the agent; QEMU is killed after grace.
+func (r *run) terminate() {
+	if r.ctl != nil {
+		_ = r.ctl.send(HostOp{Op: "stop"})
+	}
+	select {
+	case <-r.done:
+	case <-time.After(r.lim.Grace):
+		r.kill()
+	}
+}
+
+// kill ends QEMU's wall now (and with it the guest).
+func (r *run) kill() {
+	r.mu.Lock()
+	r.killed = true
+	r.mu.Unlock()
+	r.closeLink()
+	if r.inner != nil {
+		// TERM to the wall's init, which QEMU obeys at once; KILL after the grace.
+		go r.inner.Stop()
+	}
+}
+
+// Wait implements sandbox.Run.
+func (r *run) Wait() sandbox.Outcome {
+	<-r.done
+	return r.outcome
+}
+
+// Stop implements sandbox.Run.
+func (r *run) Stop() { r.terminate() }
+
+// Timings returns the run's boot breakdown.
+func (r *run) Timings() Timings { return r.t }
+
+// tail keeps the last max bytes written (QEMU's messages, the guest console).
+type tail struct {
+	max int
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = t.buf[len(t.buf)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.Clone(t.buf))
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\r", ""))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
