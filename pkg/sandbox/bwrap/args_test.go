@@ -144,3 +144,40 @@ func TestCheckAgentTree(t *testing.T) {
 		})
 	}
 }
+
+// TestWallIsANamedDifference: QEMU's wall (V1) adds only read-only binds under /run/anet and
+// the KVM devices to an agent's argv; anything else is refused.
+func TestWallIsANamedDifference(t *testing.T) {
+	base, err := Args(goldenSpec(), goldenLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay := goldenLayout()
+	lay.Wall = Wall{Devices: []string{"/dev/kvm"}, Binds: []Bind{{Src: "/c/vm/vmlinux", Dst: "/run/anet/vmlinux"}}}
+	args, err := Args(goldenSpec(), lay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := strings.Join(args, " ")
+	for _, want := range []string{"--ro-bind /c/vm/vmlinux /run/anet/vmlinux", "--dev-bind /dev/kvm /dev/kvm"} {
+		if !strings.Contains(extra, want) {
+			t.Errorf("wall argv lacks %q", want)
+		}
+	}
+	if len(args) != len(base)+6 {
+		t.Errorf("wall argv has %d more arguments than an agent's, want 6", len(args)-len(base))
+	}
+	for name, w := range map[string]Wall{
+		"host device":     {Devices: []string{"/dev/vsock"}},
+		"bind outside":    {Binds: []Bind{{Src: "/c/x", Dst: "/etc/x"}}},
+		"bind over self":  {Binds: []Bind{{Src: "/c/x", Dst: sandbox.SandboxSelf}}},
+		"hidden source":   {Binds: []Bind{{Src: "/d/anet/store.db", Dst: "/run/anet/x"}}},
+		"relative source": {Binds: []Bind{{Src: "c/x", Dst: "/run/anet/x"}}},
+	} {
+		lay := goldenLayout()
+		lay.Wall = w
+		if _, err := Args(goldenSpec(), lay); err == nil {
+			t.Errorf("%s: Args accepted wall %+v", name, w)
+		}
+	}
+}
