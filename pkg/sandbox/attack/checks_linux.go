@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // statusFields reads selected "Key:\tvalue" lines of a /proc/<pid>/status file.
@@ -89,9 +90,18 @@ func attackSetuidSu(env Env) Result {
 		return notBlocked("error", fmt.Sprintf("start %s: %v", su, err))
 	}
 	r.Close()
-	// Start returns after the exec succeeded, so the status shows su's credentials; the
-	// process is not reaped before we read, so even an early exit leaves them readable.
-	st, err := statusFields(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	// Start returns when the exec closed su's close-on-exec fds, which the kernel does
+	// before it names the process su and commits su's credentials: wait until it has (a
+	// slow machine, a TCG guest above all, widens that window). The process is not reaped
+	// before we read, so even an early exit leaves the status readable.
+	var st map[string]string
+	for deadline := time.Now().Add(env.timeout()); ; {
+		st, err = statusFields(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		if err != nil || st["Name"] == "su" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	if err != nil {

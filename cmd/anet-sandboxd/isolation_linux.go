@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/vm"
+)
+
+// isolationFlags choose the tier for exec, probe and self-test (V1): they behave the same
+// whichever it is.
+func isolationFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "isolation", Value: "bwrap", Usage: "`TIER`: bwrap, or vm (a micro-VM inside the bwrap wall)"},
+		&cli.BoolFlag{Name: "vm-allow-tcg", Usage: "let the vm tier use QEMU's software emulation when KVM is unusable (slow)"},
+	}
+}
+
+// isolated is what these subcommands need of a tier.
+type isolated interface {
+	sandbox.Launcher
+	ProbeUncached(context.Context) (sandbox.ProbeResult, error)
+	SelfTest(context.Context, bwrap.SelfTestOptions) (bwrap.SelfTestResult, error)
+	KillAll()
+}
+
+func newIsolated(c *cli.Context, log *slog.Logger) (isolated, error) {
+	w, err := bwrap.New(bwrap.Config{Log: log})
+	if err != nil {
+		return nil, err
+	}
+	switch iso := c.String("isolation"); iso {
+	case "bwrap":
+		return w, nil
+	case "vm":
+		paths, err := config.DefaultPaths(nil)
+		if err != nil {
+			return nil, err
+		}
+		return vm.New(vm.Config{Wall: w, AllowTCG: c.Bool("vm-allow-tcg"), Log: log,
+			Kernel: vm.KernelSource{CacheDir: filepath.Join(paths.CacheDir, "vm")}})
+	default:
+		return nil, fmt.Errorf("--isolation %q: want bwrap or vm", iso)
+	}
+}

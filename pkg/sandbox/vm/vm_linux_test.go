@@ -1,0 +1,241 @@
+package vm_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/vm"
+)
+
+// TestVMAgentAnswersThroughEndpoint: an agent in the guest calls its model API at
+// 127.0.0.1:P; the call crosses the link to the run's endpoint socket on the host, and the
+// answer it writes to /work is the host's work dir (V1, E1). The endpoint here is a fake that
+// records what reached it.
+func TestVMAgentAnswersThroughEndpoint(t *testing.T) {
+	h := sharedHost(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "endpoint.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.Method + " " + r.URL.Path + " " + r.Header.Get("Authorization") + " " + string(b)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"answer":"forty-two"}`))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	work := filepath.Join(dir, "work")
+	script := `import json, os, urllib.request
+req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", data=b'{"q":"task"}',
+    headers={"Authorization": "Bearer " + os.environ["ANTHROPIC_AUTH_TOKEN"], "Content-Type": "application/json"})
+ans = json.load(urllib.request.urlopen(req, timeout=60))["answer"]
+open("/work/answer.txt", "w").write(ans)
+print("done")
+`
+	res := h.run(t, sandbox.Spec{
+		Argv:     []string{"/usr/bin/python3", "-c", script},
+		WorkRoot: work, WorkSub: "peer/i1",
+		Endpoint: sock, Port: 8080,
+		Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:8080", "ANTHROPIC_AUTH_TOKEN=placeholder-123"},
+	})
+	if res.out.Err != nil || res.out.ExitCode != 0 {
+		t.Fatalf("outcome %+v\nstderr: %s", res.out, res.stderr)
+	}
+	select {
+	case req := <-got:
+		if req != `POST /v1/messages Bearer placeholder-123 {"q":"task"}` {
+			t.Errorf("endpoint saw %q", req)
+		}
+	default:
+		t.Fatal("nothing reached the endpoint")
+	}
+	b, err := os.ReadFile(filepath.Join(work, "peer", "i1", "answer.txt"))
+	if err != nil || string(b) != "forty-two" {
+		t.Fatalf("answer on the host = %q, %v", b, err)
+	}
+	t.Logf("agent run through the VM in %v", res.elapsed)
+}
+
+// TestVMSelfTestBatteryInsideGuest runs `anet-sandboxd self-test --isolation vm`: the probe's
+// five checks plus the VM's two, and every attack of the battery, from inside a guest as the
+// agent meets it (V1, V2, S1-S8). Two boots: the probe's and the battery's.
+func TestVMSelfTestBatteryInsideGuest(t *testing.T) {
+	needHost(t)
+	bin := testharness.Bin(t, "anet-sandboxd")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "self-test", "--isolation", "vm", "--vm-allow-tcg", "--json")
+	cmd.Env = testEnv(t)
+	out, err := cmd.Output()
+	var res bwrap.SelfTestResult
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		t.Fatalf("self-test output %q: %v (%v)", out, jerr, err)
+	}
+	for _, c := range res.Probe.Checks {
+		if !c.OK {
+			t.Errorf("probe check %s failed: %s", c.Name, c.Detail)
+		}
+	}
+	for _, want := range []string{bwrap.CheckNetDevices, bwrap.CheckHostProcess, vm.CheckAccel, vm.CheckKernel} {
+		if !hasCheck(res.Probe.Checks, want) {
+			t.Errorf("probe lacks the %s check", want)
+		}
+	}
+	for _, a := range res.Attacks {
+		if !a.Blocked {
+			t.Errorf("attack %s not blocked inside the VM: %s %s", a.Name, a.How, a.Detail)
+		}
+	}
+	if !res.OK || err != nil || len(res.Attacks) == 0 {
+		t.Fatalf("self-test ok=%v err=%v detail=%q attacks=%d", res.OK, err, res.Detail, len(res.Attacks))
+	}
+}
+
+func hasCheck(cs []sandbox.Check, name string) bool {
+	for _, c := range cs {
+		if c.Name == name && c.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// testEnv is a host environment of the test's own (cache shared with the other tests so
+// the guest kernel is extracted once).
+func testEnv(t *testing.T) []string {
+	home := t.TempDir()
+	cache, _ := os.UserCacheDir()
+	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_CACHE_HOME=" + cache,
+		"XDG_RUNTIME_DIR=" + t.TempDir(), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8"}
+}
+
+// TestVMEndsWhenLauncherIsKilled: kill -9 of anet-sandboxd ends the VM (the bwrap wall's
+// --die-with-parent and the launcher's death signal reach QEMU).
+func TestVMEndsWhenLauncherIsKilled(t *testing.T) {
+	needHost(t)
+	bin := testharness.Bin(t, "anet-sandboxd")
+	cmd := exec.Command(bin, "exec", "--isolation", "vm", "--vm-allow-tcg", "--", "/bin/sleep", "1000")
+	cmd.Env = testEnv(t)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var qemus []int
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(qemus) == 0 && time.Now().Before(deadline) {
+		qemus = descendantsNamed(cmd.Process.Pid, "qemu-system-x86")
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(qemus) == 0 {
+		t.Fatal("no QEMU appeared under anet-sandboxd")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		alive := 0
+		for _, p := range qemus {
+			if syscall.Kill(p, 0) == nil {
+				if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/comm"); strings.HasPrefix(string(b), "qemu-system") {
+					alive++
+				}
+			}
+		}
+		if alive == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("QEMU %v still running 30s after anet-sandboxd was killed", qemus)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// descendantsNamed lists the processes below pid whose command name starts with prefix.
+func descendantsNamed(pid int, prefix string) []int {
+	parent := map[int]int{}
+	comm := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		pp, _ := strconv.Atoi(f[1])
+		parent[p] = pp
+		comm[p] = s[strings.IndexByte(s, '(')+1 : i]
+	}
+	var out []int
+	for p, c := range comm {
+		if !strings.HasPrefix(c, prefix) {
+			continue
+		}
+		for a := parent[p]; a > 1; a = parent[a] {
+			if a == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestVMBootTimeoutFailsClosed: a guest that does not come up in time is
+// sandbox_start_failed with QEMU's side of the story, nothing of the agent runs, and no
+// QEMU is left behind (V1, P2, F2).
+func TestVMBootTimeoutFailsClosed(t *testing.T) {
+	needHost(t)
+	h, err := newVMHost(vm.Config{AllowTCG: true, BootTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	_, err = h.l.Start(context.Background(), sandbox.Spec{ID: "boot-timeout", Mode: sandbox.ModeSandbox,
+		Argv: []string{"/bin/touch", "/work/ran"}, RunRoot: h.runRoot, WorkRoot: work, WorkSub: "w"}, sandbox.Stdio{})
+	if sandbox.CodeOf(err) != reasons.SandboxStartFailed || !strings.Contains(err.Error(), "in time") {
+		t.Fatalf("Start with a 1s boot timeout = %v, want %s saying the guest was not up in time", err, reasons.SandboxStartFailed)
+	}
+	if _, err := os.Stat(filepath.Join(work, "w", "ran")); err == nil {
+		t.Fatal("the agent ran although the guest never came up")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(descendantsNamed(os.Getpid(), "qemu-system")) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("QEMU still running after the failed start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ents, _ := os.ReadDir(h.runRoot)
+	for _, e := range ents {
+		t.Errorf("left behind in the run root: %s", e.Name())
+	}
+}
