@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 
 // vmHost is a test's view of the operator's machine with a VM launcher.
 type vmHost struct {
+	self    string
 	l       *vm.Launcher
 	runRoot string
 	cache   string
@@ -40,7 +41,9 @@ var (
 )
 
 // needHost fails (never skips) with the command that fixes a missing prerequisite.
-func needHost(t *testing.T) {
+func needHost(t *testing.T) { needHostB(t) }
+
+func needHostB(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		t.Fatalf("QEMU is not installed; run: apt-get install -y qemu-system-x86 (%v)", err)
@@ -59,9 +62,11 @@ func needHost(t *testing.T) {
 // sharedHost is one launcher for the package: its probe boots one guest, and later runs reuse
 // the prepared kernel and initramfs. The cache dir outlives the test binary (the user's
 // cache), so the kernel is extracted once per machine.
-func sharedHost(t *testing.T) *vmHost {
+func sharedHost(t *testing.T) *vmHost { return sharedHostB(t) }
+
+func sharedHostB(t testing.TB) *vmHost {
 	t.Helper()
-	needHost(t)
+	needHostB(t)
 	sharedOnce.Do(func() {
 		h, err := newVMHost(vm.Config{AllowTCG: true})
 		if err != nil {
@@ -96,7 +101,7 @@ func newVMHost(cfg vm.Config) (*vmHost, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &vmHost{l: l, runRoot: filepath.Join(base, "runs"), cache: cfg.Kernel.CacheDir}, nil
+	return &vmHost{self: cfg.Self, l: l, runRoot: filepath.Join(base, "runs"), cache: cfg.Kernel.CacheDir}, nil
 }
 
 type runResult struct {

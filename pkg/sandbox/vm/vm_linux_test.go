@@ -86,10 +86,12 @@ func TestVMSelfTestBatteryInsideGuest(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "self-test", "--isolation", "vm", "--vm-allow-tcg", "--json")
 	cmd.Env = testEnv(t)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var res bwrap.SelfTestResult
 	if jerr := json.Unmarshal(out, &res); jerr != nil {
-		t.Fatalf("self-test output %q: %v (%v)", out, jerr, err)
+		t.Fatalf("self-test output %q: %v (%v): %s", out, jerr, err, stderr.String())
 	}
 	for _, c := range res.Probe.Checks {
 		if !c.OK {
@@ -125,8 +127,14 @@ func hasCheck(cs []sandbox.Check, name string) bool {
 func testEnv(t *testing.T) []string {
 	home := t.TempDir()
 	cache, _ := os.UserCacheDir()
+	// Short: the self-test's canary socket goes in the runtime dir (sun_path is 108 bytes).
+	rt, err := os.MkdirTemp("/tmp", "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(rt) })
 	return []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_CACHE_HOME=" + cache,
-		"XDG_RUNTIME_DIR=" + t.TempDir(), "TMPDIR=" + t.TempDir(), "LANG=C.UTF-8"}
+		"XDG_RUNTIME_DIR=" + rt, "TMPDIR=" + rt, "LANG=C.UTF-8"}
 }
 
 // TestVMEndsWhenLauncherIsKilled: kill -9 of anet-sandboxd ends the VM (the bwrap wall's
