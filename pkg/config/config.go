@@ -69,7 +69,7 @@ type AutoReply struct {
 	Sandbox     SandboxLimits
 }
 
-// SandboxLimits is the `auto_reply.sandbox` section (B2, S6, K2).
+// SandboxLimits is the `auto_reply.sandbox` section (B2, S6, K2, V1).
 type SandboxLimits struct {
 	RunsPerDay        int
 	RunsPerPeerPerDay int
@@ -82,7 +82,30 @@ type SandboxLimits struct {
 	MemoryMax int64
 	TasksMax  int
 	DiskMax   int64
+	// Isolation is the tier sandboxed runs get (V1); VMAccel what the vm tier may run on.
+	Isolation Isolation
+	VMAccel   VMAccel
 }
+
+// Isolation is the sandbox tier (V1).
+type Isolation string
+
+// Isolation tiers: bubblewrap (the agent shares the host kernel, behind namespaces and
+// seccomp) or a micro-VM inside the same wall (the agent gets its own kernel).
+const (
+	IsolationBwrap Isolation = "bwrap"
+	IsolationVM    Isolation = "vm"
+)
+
+// VMAccel says which accelerators the vm tier may use (V1).
+type VMAccel string
+
+// VM accelerators: KVM only (the default), or KVM when a guest boots under it and QEMU's
+// software emulation otherwise (seconds per run: the operator must ask for it).
+const (
+	VMAccelKVM      VMAccel = "kvm"
+	VMAccelKVMOrTCG VMAccel = "kvm_or_tcg"
+)
 
 // LogLevel is the daemon's log level.
 type LogLevel string
@@ -147,6 +170,8 @@ var (
 	agents         = []Agent{AgentClaude, AgentCodex, AgentOpencode, AgentHermes, AgentOpenclaw, AgentCursor}
 	trustedModes   = []Mode{ModeDirect, ModeSandbox, ModeOff}
 	untrustedModes = []Mode{ModeSandbox, ModeOff}
+	isolations     = []Isolation{IsolationBwrap, IsolationVM}
+	vmAccels       = []VMAccel{VMAccelKVM, VMAccelKVMOrTCG}
 )
 
 // Size units accepted in the file.
@@ -188,6 +213,8 @@ func Default() Config {
 				MemoryMax:          limits.MemoryBytes,
 				TasksMax:           limits.Tasks,
 				DiskMax:            limits.DiskBytes,
+				Isolation:          IsolationBwrap,
+				VMAccel:            VMAccelKVM,
 			},
 		},
 		Intake: Intake{

@@ -58,6 +58,8 @@ func TestDefaults(t *testing.T) {
 		"auto_reply.sandbox.memory_max":             "2GiB",
 		"auto_reply.sandbox.tasks_max":              "256",
 		"auto_reply.sandbox.disk_max":               "2GiB",
+		"auto_reply.sandbox.isolation":              "bwrap",
+		"auto_reply.sandbox.vm_accel":               "kvm",
 		"intake.stranger_pending_max":               "1MiB",
 		"intake.strangers_pending_max":              "64MiB",
 		"intake.disk_free_min":                      "256MiB",
@@ -299,7 +301,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"auto_reply", "auto_reply:\n  trusted: off\n  modle: x\n",
 			`config.yaml:3: unknown key "auto_reply.modle" (known: backend, agent, trusted, untrusted, model, api_base, api_timeout_seconds, work_dir, work_retention, egress_allow, sandbox)`},
 		{"sandbox", "auto_reply:\n  sandbox:\n    runs_per_day: 3\n\n    runs_per_dya: 3\n",
-			`config.yaml:5: unknown key "auto_reply.sandbox.runs_per_dya" (known: runs_per_day, runs_per_peer_per_day, spend_per_day, spend_per_peer_per_day, memory_max, tasks_max, disk_max)`},
+			`config.yaml:5: unknown key "auto_reply.sandbox.runs_per_dya" (known: runs_per_day, runs_per_peer_per_day, spend_per_day, spend_per_peer_per_day, memory_max, tasks_max, disk_max, isolation, vm_accel)`},
 		{"merge key", "base: &b {listen: x}\n<<: *b\n", `config.yaml:1: unknown key "base"`},
 		{"non-string key", "1: x\n", `config.yaml:1: keys must be plain names`},
 	}

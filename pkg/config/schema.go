@@ -47,6 +47,8 @@ var schema = &field{children: []*field{
 			sizeField("memory_max", func(c *Config) *int64 { return &c.AutoReply.Sandbox.MemoryMax }),
 			intField("tasks_max", func(c *Config) *int { return &c.AutoReply.Sandbox.TasksMax }),
 			sizeField("disk_max", func(c *Config) *int64 { return &c.AutoReply.Sandbox.DiskMax }),
+			stringField("isolation", func(c *Config) *Isolation { return &c.AutoReply.Sandbox.Isolation }),
+			stringField("vm_accel", func(c *Config) *VMAccel { return &c.AutoReply.Sandbox.VMAccel }),
 		}},
 	}},
 	{name: "intake", children: []*field{

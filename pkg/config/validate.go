@@ -78,6 +78,8 @@ func (c Config) issues() []*Error {
 	add("auto_reply.sandbox.memory_max", atLeast(s.MemoryMax, minMemoryMax, true))
 	add("auto_reply.sandbox.tasks_max", atLeast(int64(s.TasksMax), minTasksMax, false))
 	add("auto_reply.sandbox.disk_max", atLeast(s.DiskMax, minDiskMax, true))
+	add("auto_reply.sandbox.isolation", oneOf(s.Isolation, isolations))
+	add("auto_reply.sandbox.vm_accel", oneOf(s.VMAccel, vmAccels))
 	in := c.Intake
 	add("intake.stranger_pending_max", atLeast(in.StrangerPendingMax, 0, true))
 	if in.StrangersPendingMax < in.StrangerPendingMax {

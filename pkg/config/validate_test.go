@@ -146,7 +146,8 @@ func TestShowRoundTrip(t *testing.T) {
 		Model: "123", APIBase: "https://llm.example.com/v1", APITimeout: 30 * time.Second,
 		WorkDir: "/srv/anet work", WorkRetention: 90 * time.Minute,
 		EgressAllow: []string{"pypi.org", "files.pythonhosted.org"},
-		Sandbox:     SandboxLimits{RunsPerDay: 0, RunsPerPeerPerDay: 0, MemoryMax: 16*MiB + 1, TasksMax: 8, DiskMax: 3 * GiB},
+		Sandbox: SandboxLimits{RunsPerDay: 0, RunsPerPeerPerDay: 0, MemoryMax: 16*MiB + 1, TasksMax: 8, DiskMax: 3 * GiB,
+			Isolation: IsolationVM, VMAccel: VMAccelKVMOrTCG},
 	}
 	for name, c := range map[string]Config{"default": Default(), "custom": custom} {
 		t.Run(name, func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestGet(t *testing.T) {
 	c.AutoReply.EgressAllow = []string{"pypi.org", "files.pythonhosted.org"}
 	cases := []struct{ key, want string }{
 		{"auto_reply.egress_allow", "pypi.org,files.pythonhosted.org"},
-		{"auto_reply.sandbox", "runs_per_day: 20\nruns_per_peer_per_day: 5\nspend_per_day: \"5.00\"\nspend_per_peer_per_day: \"1.00\"\nmemory_max: 2GiB\ntasks_max: 256\ndisk_max: 2GiB\n"},
+		{"auto_reply.sandbox", "runs_per_day: 20\nruns_per_peer_per_day: 5\nspend_per_day: \"5.00\"\nspend_per_peer_per_day: \"1.00\"\nmemory_max: 2GiB\ntasks_max: 256\ndisk_max: 2GiB\nisolation: bwrap\nvm_accel: kvm\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.key, func(t *testing.T) {
@@ -194,5 +195,22 @@ func TestGet(t *testing.T) {
 				t.Fatalf("Get(%s) = %v, want %q", key, err, want)
 			}
 		})
+	}
+}
+
+// TestIsolationValues: the tier and the vm accelerator policy are closed sets, and an unknown
+// value names the key (V1).
+func TestIsolationValues(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"auto_reply:\n  sandbox:\n    isolation: firecracker\n", `auto_reply.sandbox.isolation: "firecracker" is not allowed (allowed: bwrap, vm)`},
+		{"auto_reply:\n  sandbox:\n    vm_accel: tcg\n", `auto_reply.sandbox.vm_accel: "tcg" is not allowed (allowed: kvm, kvm_or_tcg)`},
+	} {
+		if got := parseErr(t, c.src); !strings.Contains(got, c.want) {
+			t.Errorf("Parse(%q) = %q, want it to contain %q", c.src, got, c.want)
+		}
+	}
+	c, err := Parse("config.yaml", []byte("auto_reply:\n  sandbox:\n    isolation: vm\n    vm_accel: kvm_or_tcg\n"))
+	if err != nil || c.AutoReply.Sandbox.Isolation != IsolationVM || c.AutoReply.Sandbox.VMAccel != VMAccelKVMOrTCG {
+		t.Fatalf("Parse(vm, kvm_or_tcg) = %+v, %v", c.AutoReply.Sandbox, err)
 	}
 }

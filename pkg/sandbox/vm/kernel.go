@@ -66,15 +66,13 @@ const (
 	NoQEMU        reasons.Code = "vm_no_qemu"
 	NoGuestKernel reasons.Code = "vm_no_guest_kernel"
 	NoAccel       reasons.Code = "vm_no_accel"
-	BootTimeout   reasons.Code = "vm_boot_timeout"
 )
 
 func init() {
 	reasons.Register(
 		reasons.Entry{Code: NoQEMU, Kind: reasons.KindSandbox, Text: "the vm isolation needs QEMU: install the qemu-system-x86 package", Requirement: "V1"},
 		reasons.Entry{Code: NoGuestKernel, Kind: reasons.KindSandbox, Text: "the vm isolation needs a guest kernel: run `apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')` in /var/cache/apt/archives", Requirement: "V1"},
-		reasons.Entry{Code: NoAccel, Kind: reasons.KindSandbox, Text: "no usable KVM and software emulation (tcg) is not allowed: set auto_reply.sandbox.vm_allow_tcg to true to accept slow runs, or use isolation bwrap", Requirement: "V1"},
-		reasons.Entry{Code: BootTimeout, Kind: reasons.KindSandbox, Text: "the guest did not come up in time; nothing ran", Requirement: "V1"},
+		reasons.Entry{Code: NoAccel, Kind: reasons.KindSandbox, Text: "no usable KVM and software emulation (tcg) is not allowed: set auto_reply.sandbox.vm_accel to kvm_or_tcg to accept slow runs, or use isolation bwrap", Requirement: "V1"},
 	)
 }
 
