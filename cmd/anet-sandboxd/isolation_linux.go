@@ -44,8 +44,12 @@ func newIsolated(c *cli.Context, log *slog.Logger) (isolated, error) {
 		if err != nil {
 			return nil, err
 		}
-		return vm.New(vm.Config{Wall: w, AllowTCG: c.Bool("vm-allow-tcg"), Log: log,
+		l, err := vm.New(vm.Config{Wall: w, AllowTCG: c.Bool("vm-allow-tcg"), Log: log,
 			Kernel: vm.KernelSource{CacheDir: filepath.Join(paths.CacheDir, "vm")}})
+		if err != nil {
+			return nil, err // not a typed nil inside the interface
+		}
+		return l, nil
 	default:
 		return nil, fmt.Errorf("--isolation %q: want bwrap or vm", iso)
 	}

@@ -17,9 +17,10 @@ func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "serve anetd over fd 3 (started by anetd, not by hand)",
+		Flags: isolationFlags(),
 		Action: func(c *cli.Context) error {
 			log := newLogger()
-			l, backend, lerr := newLauncher(log)
+			l, backend, lerr := newLauncher(c, log)
 			info := func() map[string]any {
 				m := map[string]any{"platform": runtime.GOOS + "/" + runtime.GOARCH, "backend": backend}
 				if lerr != nil {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"anet.dev/anet/pkg/config"
 	"context"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func (n *Node) startHelpers(ctx context.Context) error {
 	n.sandboxd = privsep.StartHelper(ctx, privsep.HelperSpec{
 		Name: "sandboxd",
 		Path: sandboxd,
-		Args: []string{"serve"},
+		Args: append([]string{"serve"}, sandboxdIsolation(n.cfg.AutoReply.Sandbox)...),
 		Env:  n.helperEnv("sandboxd"),
 	}, n.log)
 	// The keys file's path (not its content) is all anetd hands over; the models override,
@@ -61,6 +62,15 @@ func (n *Node) startHelpers(ctx context.Context) error {
 		Env:  n.helperEnv("egress"),
 	}, n.log)
 	return nil
+}
+
+// sandboxdIsolation is the tier anet-sandboxd's launcher uses (V1), from the config.
+func sandboxdIsolation(s config.SandboxLimits) []string {
+	args := []string{"--isolation", string(s.Isolation)}
+	if s.VMAccel == config.VMAccelKVMOrTCG {
+		args = append(args, "--vm-allow-tcg")
+	}
+	return args
 }
 
 // helpers returns both supervisors in display order.
