@@ -20,6 +20,7 @@ func isolationFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "isolation", Value: "bwrap", Usage: "`TIER`: bwrap, or vm (a micro-VM inside the bwrap wall)"},
 		&cli.BoolFlag{Name: "vm-allow-tcg", Usage: "let the vm tier use QEMU's software emulation when KVM is unusable (slow)"},
+		&cli.StringFlag{Name: "vm-cache", Usage: "`DIR` of the extracted guest kernel and initramfs (default <cache>/anet/vm)"},
 	}
 }
 
@@ -40,12 +41,17 @@ func newIsolated(c *cli.Context, log *slog.Logger) (isolated, error) {
 	case "bwrap":
 		return w, nil
 	case "vm":
-		paths, err := config.DefaultPaths(nil)
-		if err != nil {
-			return nil, err
+		cache := c.String("vm-cache")
+		if cache == "" {
+			// serve gets it from anetd (its environment is clean); the others find it.
+			paths, err := config.DefaultPaths(nil)
+			if err != nil {
+				return nil, err
+			}
+			cache = filepath.Join(paths.CacheDir, "vm")
 		}
 		l, err := vm.New(vm.Config{Wall: w, AllowTCG: c.Bool("vm-allow-tcg"), Log: log,
-			Kernel: vm.KernelSource{CacheDir: filepath.Join(paths.CacheDir, "vm")}})
+			Kernel: vm.KernelSource{CacheDir: cache}})
 		if err != nil {
 			return nil, err // not a typed nil inside the interface
 		}

@@ -46,7 +46,7 @@ func (n *Node) startHelpers(ctx context.Context) error {
 	n.sandboxd = privsep.StartHelper(ctx, privsep.HelperSpec{
 		Name: "sandboxd",
 		Path: sandboxd,
-		Args: append([]string{"serve"}, sandboxdIsolation(n.cfg.AutoReply.Sandbox)...),
+		Args: append([]string{"serve"}, sandboxdIsolation(n.paths, n.cfg.AutoReply.Sandbox)...),
 		Env:  n.helperEnv("sandboxd"),
 	}, n.log)
 	// The keys file's path (not its content) is all anetd hands over; the models override,
@@ -65,8 +65,11 @@ func (n *Node) startHelpers(ctx context.Context) error {
 }
 
 // sandboxdIsolation is the tier anet-sandboxd's launcher uses (V1), from the config.
-func sandboxdIsolation(s config.SandboxLimits) []string {
+func sandboxdIsolation(p config.Paths, s config.SandboxLimits) []string {
 	args := []string{"--isolation", string(s.Isolation)}
+	if s.Isolation == config.IsolationVM {
+		args = append(args, "--vm-cache", filepath.Join(p.CacheDir, "vm"))
+	}
 	if s.VMAccel == config.VMAccelKVMOrTCG {
 		args = append(args, "--vm-allow-tcg")
 	}

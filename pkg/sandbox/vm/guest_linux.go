@@ -300,6 +300,18 @@ func buildRoot(cfg GuestConfig) (time.Duration, error) {
 	if err := unix.Mount("tmpfs", GuestRoot, "tmpfs", nsd, "mode=0755,size=1m"); err != nil {
 		return 0, fmt.Errorf("mount agent root: %w", err)
 	}
+	// Home and tmp first: a share may lie below them (an agent tree under /tmp), as bwrap
+	// binds the agent tree after them.
+	size := "size=" + strconv.FormatInt(cfg.TmpBytes, 10)
+	for _, d := range []string{sandbox.SandboxHome, sandbox.SandboxTmp} {
+		if err := os.MkdirAll(r(d), 0o755); err != nil {
+			return 0, err
+		}
+		opts := fmt.Sprintf("mode=0700,uid=%d,gid=%d,%s", cfg.UID, cfg.GID, size)
+		if err := unix.Mount("tmpfs", r(d), "tmpfs", nsd, opts); err != nil {
+			return 0, fmt.Errorf("mount %s: %w", d, err)
+		}
+	}
 	t0 := time.Now()
 	for _, s := range cfg.Shares {
 		if err := os.MkdirAll(r(s.Mount), 0o755); err != nil {
@@ -323,16 +335,6 @@ func buildRoot(cfg GuestConfig) (time.Duration, error) {
 		}
 		if err := os.Symlink(l.Target, r(l.Path)); err != nil {
 			return 0, fmt.Errorf("link %s: %w", l.Path, err)
-		}
-	}
-	size := "size=" + strconv.FormatInt(cfg.TmpBytes, 10)
-	for _, d := range []string{sandbox.SandboxHome, sandbox.SandboxTmp} {
-		if err := os.MkdirAll(r(d), 0o755); err != nil {
-			return 0, err
-		}
-		opts := fmt.Sprintf("mode=0700,uid=%d,gid=%d,%s", cfg.UID, cfg.GID, size)
-		if err := unix.Mount("tmpfs", r(d), "tmpfs", nsd, opts); err != nil {
-			return 0, fmt.Errorf("mount %s: %w", d, err)
 		}
 	}
 	if err := writeHomeFiles(r(sandbox.SandboxHome), cfg); err != nil {
