@@ -247,3 +247,25 @@ func TestVMBootTimeoutFailsClosed(t *testing.T) {
 		t.Errorf("left behind in the run root: %s", e.Name())
 	}
 }
+
+// TestVMWallClockStopsTheAgent: the run's wall clock counts from the agent's start; the
+// guest's init TERMs the agent through the link, and the outcome names the limit (S6, V1).
+func TestVMWallClockStopsTheAgent(t *testing.T) {
+	h := sharedHost(t)
+	res := h.run(t, sandbox.Spec{Argv: []string{"/bin/sleep", "600"},
+		Limits: sandbox.Limits{WallClock: 3 * time.Second, Grace: 5 * time.Second}})
+	if res.out.Limit != sandbox.LimitWallClock || res.out.Signal != int(syscall.SIGTERM) {
+		t.Fatalf("outcome %+v, want wall_clock and SIGTERM", res.out)
+	}
+}
+
+// TestVMTaskLimitInGuest: the agent's cgroup in the guest caps its tasks, and the outcome
+// says the run ran into it (S6, V1).
+func TestVMTaskLimitInGuest(t *testing.T) {
+	h := sharedHost(t)
+	res := h.run(t, sandbox.Spec{Argv: []string{"/bin/sh", "-c", "i=0; while [ $i -lt 40 ]; do sleep 30 & i=$((i+1)); done; echo forked; kill 0"},
+		Limits: sandbox.Limits{Tasks: 16}})
+	if res.out.Limit != sandbox.LimitTasks {
+		t.Fatalf("outcome %+v (stderr %q), want tasks_limit", res.out, res.stderr)
+	}
+}
