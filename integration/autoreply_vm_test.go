@@ -7,6 +7,7 @@ package integration
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +57,12 @@ func TestAutoReplyThroughVM(t *testing.T) {
 	}
 	if p := f.up.Problems(); len(p) > 0 {
 		t.Fatalf("upstream saw rule violations: %v", p)
+	}
+	// Status says which tier answered (V1).
+	if st := b.status(); st.AutoReply.Sandbox.Tier != "vm (tcg, serial)" {
+		t.Fatalf("status sandbox = %+v, want tier vm (tcg, serial)", st.AutoReply.Sandbox)
+	}
+	if out := b.mustAnet("status"); !strings.Contains(out, "vm (tcg, serial)") {
+		t.Fatalf("anet status = %q, want the isolation line", out)
 	}
 }

@@ -102,7 +102,7 @@ func runDoctor(c *cli.Context) doctor.Report {
 // started here would inherit it), anet-egress's check of the keys file and of a run.
 func localView(ctx context.Context, p config.Paths, c config.Config) control.DoctorView {
 	var v control.DoctorView
-	if raw, err := runProbe(ctx); err != nil {
+	if raw, err := runProbe(ctx, c.AutoReply.Sandbox.LauncherArgs(p)); err != nil {
 		v.ProbeError = err.Error()
 	} else {
 		v.Probe = raw
@@ -129,9 +129,9 @@ func localView(ctx context.Context, p config.Paths, c config.Config) control.Doc
 }
 
 // runProbe runs the sandbox probe through anet-sandboxd, the program that owns the sandbox,
-// with the environment anetd starts it with: what it finds on its own PATH is what the
-// running node would find.
-func runProbe(ctx context.Context) (json.RawMessage, error) {
+// with the environment anetd starts it with and the tier flags of the config (V1): what it
+// finds on its own PATH is what the running node would find.
+func runProbe(ctx context.Context, tier []string) (json.RawMessage, error) {
 	// The same search as anetd's: beside anet in a build tree, ../libexec/anet in a package.
 	dir, err := helperpath.ForThisProgram("")
 	if err != nil {
@@ -139,7 +139,7 @@ func runProbe(ctx context.Context) (json.RawMessage, error) {
 	}
 	bin := filepath.Join(dir, helperpath.Sandboxd)
 	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "probe", "--json")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"probe", "--json"}, tier...)...)
 	cmd.Env = helperpath.Env()
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err = cmd.Run()

@@ -109,6 +109,9 @@ func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Bud
 		}
 		fmt.Fprintf(w, "sandbox:\t%s\n", line)
 	}
+	if sb.Tier != "" {
+		fmt.Fprintf(w, "isolation:\t%s\n", sb.Tier)
+	}
 	for _, r := range ar.Reasons {
 		fmt.Fprintf(w, "reason:\t%s x%d: %s\n", r.Code, r.Count, r.Text)
 	}

@@ -149,6 +149,7 @@ type SandboxState struct {
 	Code   string    `json:"code,omitempty"`
 	Detail string    `json:"detail,omitempty"`
 	Limits string    `json:"limits,omitempty"` // full or no_cgroup_limits
+	Tier   string    `json:"tier,omitempty"`   // bwrap, or vm (ACCEL, TRANSPORT) (V1)
 	At     time.Time `json:"at,omitzero"`
 }
 

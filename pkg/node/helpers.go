@@ -1,7 +1,6 @@
 package node
 
 import (
-	"anet.dev/anet/pkg/config"
 	"context"
 	"os"
 	"path/filepath"
@@ -46,7 +45,7 @@ func (n *Node) startHelpers(ctx context.Context) error {
 	n.sandboxd = privsep.StartHelper(ctx, privsep.HelperSpec{
 		Name: "sandboxd",
 		Path: sandboxd,
-		Args: append([]string{"serve"}, sandboxdIsolation(n.paths, n.cfg.AutoReply.Sandbox)...),
+		Args: append([]string{"serve"}, n.cfg.AutoReply.Sandbox.LauncherArgs(n.paths)...),
 		Env:  n.helperEnv("sandboxd"),
 	}, n.log)
 	// The keys file's path (not its content) is all anetd hands over; the models override,
@@ -62,18 +61,6 @@ func (n *Node) startHelpers(ctx context.Context) error {
 		Env:  n.helperEnv("egress"),
 	}, n.log)
 	return nil
-}
-
-// sandboxdIsolation is the tier anet-sandboxd's launcher uses (V1), from the config.
-func sandboxdIsolation(p config.Paths, s config.SandboxLimits) []string {
-	args := []string{"--isolation", string(s.Isolation)}
-	if s.Isolation == config.IsolationVM {
-		args = append(args, "--vm-cache", filepath.Join(p.CacheDir, "vm"))
-	}
-	if s.VMAccel == config.VMAccelKVMOrTCG {
-		args = append(args, "--vm-allow-tcg")
-	}
-	return args
 }
 
 // helpers returns both supervisors in display order.

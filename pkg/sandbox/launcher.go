@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"anet.dev/anet/pkg/check"
@@ -87,6 +88,32 @@ type Outcome struct {
 	Err error `json:"-"`
 	// Detail is a human-readable line (never a secret).
 	Detail string `json:"detail,omitempty"`
+}
+
+// Probe checks a tier adds to describe itself (V1): the vm tier's accelerator, link and
+// guest kernel. Status and doctor show them.
+const (
+	CheckVMAccel     = "vm_accel"
+	CheckVMTransport = "vm_transport"
+	CheckVMKernel    = "vm_kernel"
+)
+
+// Tier describes the vm tier a probe checked, "vm (ACCEL, TRANSPORT)"; "" when the probe
+// shows none (the bwrap tier, or a vm probe that failed before choosing).
+func (p ProbeResult) Tier() string {
+	var accel, transport string
+	for _, c := range p.Checks {
+		switch c.Name {
+		case CheckVMAccel:
+			accel, _, _ = strings.Cut(c.Detail, " ")
+		case CheckVMTransport:
+			transport = c.Detail
+		}
+	}
+	if accel == "" {
+		return ""
+	}
+	return "vm (" + accel + ", " + transport + ")"
 }
 
 // ProbeResult is the outcome of a probe: the shared check shape (pkg/check: ok and checks)

@@ -145,3 +145,13 @@ func TestHostRunDirsM1(t *testing.T) {
 		t.Errorf("HostPathEnv has %d PATHs", strings.Count(env, "PATH="))
 	}
 }
+
+func TestProbeResultTier(t *testing.T) {
+	vm := ProbeResult{Checks: []Check{{Name: CheckVMAccel, OK: true, Detail: "tcg (kvm: sandbox_start_failed: …)"}, {Name: CheckVMTransport, OK: true, Detail: "serial"}}}
+	if got := vm.Tier(); got != "vm (tcg, serial)" {
+		t.Errorf("Tier() = %q, want vm (tcg, serial)", got)
+	}
+	if got := (ProbeResult{Checks: []Check{{Name: "loopback", OK: true}}}).Tier(); got != "" {
+		t.Errorf("bwrap probe Tier() = %q, want empty", got)
+	}
+}

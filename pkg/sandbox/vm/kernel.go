@@ -56,9 +56,10 @@ type KernelSource struct {
 	CacheDir string
 }
 
-// DefaultPackageDirs: where `apt-get download` in apt's archive dir, or a package shipping a
-// guest kernel, leaves one.
-var DefaultPackageDirs = []string{"/var/cache/apt/archives", "/usr/share/anet/guest"}
+// DefaultPackageDirs: where the operator (`apt-get download` in /var/cache/anet), a package
+// shipping a guest kernel, or apt itself leaves one. apt's own archive dir comes last: many
+// hosts clean it after every install (Debian's container images do).
+var DefaultPackageDirs = []string{"/var/cache/anet", "/usr/share/anet/guest", "/var/cache/apt/archives"}
 
 // Reason codes of the tier (V1). They are sandbox states: the requester sees
 // sandbox_unavailable, the operator sees these in doctor and the log.
@@ -71,7 +72,7 @@ const (
 func init() {
 	reasons.Register(
 		reasons.Entry{Code: NoQEMU, Kind: reasons.KindSandbox, Text: "the vm isolation needs QEMU: install the qemu-system-x86 package", Requirement: "V1"},
-		reasons.Entry{Code: NoGuestKernel, Kind: reasons.KindSandbox, Text: "the vm isolation needs a guest kernel: run `apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')` in /var/cache/apt/archives", Requirement: "V1"},
+		reasons.Entry{Code: NoGuestKernel, Kind: reasons.KindSandbox, Text: "the vm isolation needs a guest kernel: run `apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')` in /var/cache/anet", Requirement: "V1"},
 		reasons.Entry{Code: NoAccel, Kind: reasons.KindSandbox, Text: "no usable KVM and software emulation (tcg) is not allowed: set auto_reply.sandbox.vm_accel to kvm_or_tcg to accept slow runs, or use isolation bwrap", Requirement: "V1"},
 	)
 }

@@ -51,8 +51,8 @@ func needHostB(t testing.TB) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bwrap is not installed; run: apt-get install -y bubblewrap (%v)", err)
 	}
-	if m, _ := filepath.Glob("/var/cache/apt/archives/linux-image-*-amd64_*.deb"); len(m) == 0 {
-		t.Fatalf("no guest kernel package; run: cd /var/cache/apt/archives && apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')")
+	if m, _ := filepath.Glob("/var/cache/anet/linux-image-*-amd64_*.deb"); len(m) == 0 {
+		t.Fatalf("no guest kernel package; run: mkdir -p /var/cache/anet && cd /var/cache/anet && apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')")
 	}
 	if !testharness.CgroupDelegated() {
 		t.Fatalf("no delegated cgroup: run the tests as root (CI) so the harness delegates one")

@@ -13,9 +13,9 @@ import (
 
 // Probe check names the VM tier adds to S7's five (they describe, they do not attack).
 const (
-	CheckAccel     = "vm_accel"
-	CheckTransport = "vm_transport"
-	CheckKernel    = "vm_kernel"
+	CheckAccel     = sandbox.CheckVMAccel
+	CheckTransport = sandbox.CheckVMTransport
+	CheckKernel    = sandbox.CheckVMKernel
 )
 
 // Probe implements sandbox.Launcher: cached five minutes per configuration, like the bwrap
