@@ -146,6 +146,7 @@ func TestHostRunDirsM1(t *testing.T) {
 	}
 }
 
+// TestProbeResultTier: status and doctor name the vm tier's accelerator and link (V1).
 func TestProbeResultTier(t *testing.T) {
 	vm := ProbeResult{Checks: []Check{{Name: CheckVMAccel, OK: true, Detail: "tcg (kvm: sandbox_start_failed: …)"}, {Name: CheckVMTransport, OK: true, Detail: "serial"}}}
 	if got := vm.Tier(); got != "vm (tcg, serial)" {

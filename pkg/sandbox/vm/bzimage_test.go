@@ -7,6 +7,7 @@ import (
 	"testing"
 )
 
+// TestExtractVmlinuxRefusesNonKernels: only a bzImage with a PVH kernel inside is booted (V1).
 func TestExtractVmlinuxRefusesNonKernels(t *testing.T) {
 	if _, err := ExtractVmlinux(context.Background(), []byte("not a kernel")); err == nil || !strings.Contains(err.Error(), "HdrS") {
 		t.Fatalf("ExtractVmlinux(garbage) = %v, want a boot-header error", err)
@@ -21,6 +22,8 @@ func TestExtractVmlinuxRefusesNonKernels(t *testing.T) {
 	}
 }
 
+// TestGuestConfigValidate: the guest init refuses a config that would run the agent as root
+// or hand it loader variables (V2, S5).
 func TestGuestConfigValidate(t *testing.T) {
 	ok := GuestConfig{Argv: []string{"/bin/true"}, UID: 1000, GID: 1000, Tasks: 256, Memory: 1 << 30, FileSize: 1 << 30, TmpBytes: 1 << 30,
 		Shares: []GuestShare{{Tag: "work", Mount: "/work"}}}

@@ -72,7 +72,7 @@ const (
 func init() {
 	reasons.Register(
 		reasons.Entry{Code: NoQEMU, Kind: reasons.KindSandbox, Text: "the vm isolation needs QEMU: install the qemu-system-x86 package", Requirement: "V1"},
-		reasons.Entry{Code: NoGuestKernel, Kind: reasons.KindSandbox, Text: "the vm isolation needs a guest kernel: run `apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')` in /var/cache/anet", Requirement: "V1"},
+		reasons.Entry{Code: NoGuestKernel, Kind: reasons.KindSandbox, Text: "the vm isolation needs a guest kernel: in /var/cache/anet, apt-get download the plain linux-image package that linux-image-amd64 depends on (see README)", Requirement: "V1"},
 		reasons.Entry{Code: NoAccel, Kind: reasons.KindSandbox, Text: "no usable KVM and software emulation (tcg) is not allowed: set auto_reply.sandbox.vm_accel to kvm_or_tcg to accept slow runs, or use isolation bwrap", Requirement: "V1"},
 	)
 }

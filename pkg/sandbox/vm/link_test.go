@@ -79,6 +79,7 @@ func exerciseLink(t *testing.T, g GuestLink, h HostLink) {
 	}
 }
 
+// TestSerialLinkCarriesStreams: the virtio-serial transport, yamux over one stream (V1).
 func TestSerialLinkCarriesStreams(t *testing.T) {
 	a, b := unixPair(t)
 	g, err := NewSerialGuest(a)
@@ -158,6 +159,7 @@ func vsockPair(t *testing.T, guestCID uint32) (GuestLink, *pairListener) {
 	return g, ln
 }
 
+// TestVsockLinkCarriesStreams: the vsock transport through its interface (V1).
 func TestVsockLinkCarriesStreams(t *testing.T) {
 	g, ln := vsockPair(t, 7)
 	h := NewVsockHost(ln, 7)

@@ -132,6 +132,9 @@ func (h *vmHost) run(t *testing.T, spec sandbox.Spec) runResult {
 	return runResult{out: o, stdout: so.String(), stderr: se.String(), elapsed: time.Since(start)}
 }
 
+// TestVMRunsAgentBehindItsWall: stdout, stderr and the exit status cross the link, and the
+// agent runs as the node's uid with no capabilities, no_new_privs and two seccomp filters,
+// with lo its only network device (V1, V2).
 func TestVMRunsAgentBehindItsWall(t *testing.T) {
 	h := sharedHost(t)
 	res := h.run(t, sandbox.Spec{Argv: []string{"/bin/sh", "-c", "echo hello; id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp)' /proc/self/status; cat /proc/net/dev | wc -l; echo err >&2; exit 3"}})

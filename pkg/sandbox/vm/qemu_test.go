@@ -77,6 +77,7 @@ func TestQEMUArgsNeverAddsADevice(t *testing.T) {
 	}
 }
 
+// TestQEMUArgsRefusesBadMachines: a path with a comma cannot smuggle a QEMU option in (V1).
 func TestQEMUArgsRefusesBadMachines(t *testing.T) {
 	for name, f := range map[string]func(*Machine){
 		"comma in path":      func(m *Machine) { m.Kernel = "/x,readonly=off" },
@@ -101,6 +102,7 @@ func TestQEMUArgsRefusesBadMachines(t *testing.T) {
 	}
 }
 
+// TestKernelCmdlinePassesTheGuestCommandLast (V1).
 func TestKernelCmdlinePassesTheGuestCommandLast(t *testing.T) {
 	c := KernelCmdline(0, TransportSerial)
 	if !strings.HasSuffix(c, " -- "+GuestCommand+" --link serial") {

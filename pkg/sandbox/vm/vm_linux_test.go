@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
@@ -149,36 +150,22 @@ func TestVMEndsWhenLauncherIsKilled(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	var qemus []int
-	deadline := time.Now().Add(3 * time.Minute)
-	for len(qemus) == 0 && time.Now().Before(deadline) {
+	testkit.WaitWithin(t, "QEMU under anet-sandboxd", 3*time.Minute, func() bool {
 		qemus = descendantsNamed(cmd.Process.Pid, "qemu-system-x86")
-		time.Sleep(100 * time.Millisecond)
-	}
-	if len(qemus) == 0 {
-		t.Fatal("no QEMU appeared under anet-sandboxd")
-	}
+		return len(qemus) > 0
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		alive := 0
+	testkit.WaitFor(t, "QEMU gone after anet-sandboxd was killed", func() bool {
 		for _, p := range qemus {
-			if syscall.Kill(p, 0) == nil {
-				if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/comm"); strings.HasPrefix(string(b), "qemu-system") {
-					alive++
-				}
+			if b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/comm"); err == nil && strings.HasPrefix(string(b), "qemu-system") {
+				return false
 			}
 		}
-		if alive == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("QEMU %v still running 30s after anet-sandboxd was killed", qemus)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 }
 
 // descendantsNamed lists the processes below pid whose command name starts with prefix.
@@ -235,13 +222,9 @@ func TestVMBootTimeoutFailsClosed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "w", "ran")); err == nil {
 		t.Fatal("the agent ran although the guest never came up")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(descendantsNamed(os.Getpid(), "qemu-system")) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("QEMU still running after the failed start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "no QEMU left after the failed start", func() bool {
+		return len(descendantsNamed(os.Getpid(), "qemu-system")) == 0
+	})
 	ents, _ := os.ReadDir(h.runRoot)
 	for _, e := range ents {
 		t.Errorf("left behind in the run root: %s", e.Name())
