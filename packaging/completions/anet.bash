@@ -8,12 +8,13 @@ auto_reply.api_timeout_seconds auto_reply.work_dir auto_reply.work_retention
 auto_reply.egress_allow auto_reply.sandbox.runs_per_day
 auto_reply.sandbox.runs_per_peer_per_day auto_reply.sandbox.spend_per_day
 auto_reply.sandbox.spend_per_peer_per_day auto_reply.sandbox.memory_max
-auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max intake.stranger_pending_max
-intake.strangers_pending_max intake.disk_free_min"
+auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max auto_reply.sandbox.isolation
+auto_reply.sandbox.vm_accel intake.stranger_pending_max intake.strangers_pending_max intake.disk_free_min"
 
 _anet_autoreply_keys="backend agent trusted untrusted model api_base api_timeout_seconds
 work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day
-sandbox.spend_per_day sandbox.spend_per_peer_per_day sandbox.memory_max sandbox.tasks_max sandbox.disk_max"
+sandbox.spend_per_day sandbox.spend_per_peer_per_day sandbox.memory_max sandbox.tasks_max sandbox.disk_max
+sandbox.isolation sandbox.vm_accel"
 
 # _anet_config_values prints the allowed values of an enumerated key.
 _anet_config_values() {
@@ -23,6 +24,8 @@ _anet_config_values() {
     auto_reply.agent | agent) echo "claude codex opencode hermes openclaw cursor" ;;
     auto_reply.trusted | trusted) echo "direct sandbox off" ;;
     auto_reply.untrusted | untrusted) echo "sandbox off" ;;
+    auto_reply.sandbox.isolation | sandbox.isolation) echo "bwrap vm" ;;
+    auto_reply.sandbox.vm_accel | sandbox.vm_accel) echo "kvm kvm_or_tcg" ;;
     esac
 }
 

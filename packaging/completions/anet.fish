@@ -5,7 +5,8 @@
 set -l anet_commands status doctor evidence config reload peer trust send inbox show reply autoreply
 set -l anet_autoreply_keys backend agent trusted untrusted model api_base api_timeout_seconds \
     work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day \
-    sandbox.spend_per_day sandbox.spend_per_peer_per_day sandbox.memory_max sandbox.tasks_max sandbox.disk_max
+    sandbox.spend_per_day sandbox.spend_per_peer_per_day sandbox.memory_max sandbox.tasks_max sandbox.disk_max \
+    sandbox.isolation sandbox.vm_accel
 set -l anet_config_keys listen keys_file log_level \
     auto_reply.backend auto_reply.agent auto_reply.trusted auto_reply.untrusted \
     auto_reply.model auto_reply.api_base auto_reply.api_timeout_seconds \
@@ -13,6 +14,7 @@ set -l anet_config_keys listen keys_file log_level \
     auto_reply.sandbox.runs_per_day auto_reply.sandbox.runs_per_peer_per_day \
     auto_reply.sandbox.spend_per_day auto_reply.sandbox.spend_per_peer_per_day \
     auto_reply.sandbox.memory_max auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max \
+    auto_reply.sandbox.isolation auto_reply.sandbox.vm_accel \
     intake.stranger_pending_max intake.strangers_pending_max intake.disk_free_min
 
 # __anet_args_after SUB prints how many arguments follow the subcommand SUB on the line.
@@ -44,6 +46,10 @@ function __anet_config_values
             printf '%s\n' direct sandbox off
         case auto_reply.untrusted untrusted
             printf '%s\n' sandbox off
+        case auto_reply.sandbox.isolation sandbox.isolation
+            printf '%s\n' bwrap vm
+        case auto_reply.sandbox.vm_accel sandbox.vm_accel
+            printf '%s\n' kvm kvm_or_tcg
     end
 end
 

@@ -1,7 +1,6 @@
 package vm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +69,7 @@ type run struct {
 	out    sync.WaitGroup // stdout and stderr copies
 	t      Timings
 
-	console, qemuErr *tail
+	console, qemuErr *bwrap.Tail
 
 	innerDone chan sandbox.Outcome
 	done      chan struct{}
@@ -146,7 +145,7 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 	}
 	lim := spec.Limits.WithDefaults()
 	r := &run{l: l, spec: spec, lim: lim, events: make(chan Event, 4), innerDone: make(chan sandbox.Outcome, 1),
-		done: make(chan struct{}), console: &tail{max: 4096}, qemuErr: &tail{max: 4096}}
+		done: make(chan struct{}), console: bwrap.NewTail(nil, 4096), qemuErr: bwrap.NewTail(nil, 4096)}
 	defer func() {
 		if err != nil {
 			r.abort()
@@ -394,10 +393,10 @@ func (r *run) bootFailure(what string) error {
 	case <-time.After(10 * time.Second):
 	}
 	msg := "guest did not start the agent: " + what
-	if q := lastLine(r.qemuErr.String()); q != "" {
+	if q := bwrap.LastLine(r.qemuErr.String()); q != "" {
 		msg += "; qemu: " + q
 	}
-	if c := lastLine(r.console.String()); c != "" {
+	if c := bwrap.LastLine(r.console.String()); c != "" {
 		msg += "; console: " + c
 	}
 	return reasons.New(reasons.SandboxStartFailed, msg)
@@ -545,7 +544,7 @@ func (r *run) finish(exit *Event, guestErr string, inner sandbox.Outcome) {
 		msg := "the VM ended without the agent's status"
 		if guestErr != "" {
 			msg += ": " + guestErr
-		} else if c := lastLine(r.console.String()); c != "" {
+		} else if c := bwrap.LastLine(r.console.String()); c != "" {
 			msg += "; console: " + c
 		}
 		o.ExitCode = -1
@@ -641,34 +640,3 @@ func (r *run) Stop() { r.terminate() }
 
 // Timings returns the run's boot breakdown.
 func (r *run) Timings() Timings { return r.t }
-
-// tail keeps the last max bytes written (QEMU's messages, the guest console).
-type tail struct {
-	max int
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.Clone(t.buf))
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(strings.ReplaceAll(s, "\r", ""))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
-}
