@@ -41,6 +41,8 @@ var licences = []Licence{
 	{"Expat", []string{"Permission is hereby granted, free of charge"}},
 	{"BSD-3-clause", []string{"Redistribution and use in source and binary forms", "endorse or promote products"}},
 	{"BSD-2-clause", []string{"Redistribution and use in source and binary forms"}},
+	// github.com/hashicorp/yamux (the vm tier's link multiplexer).
+	{"MPL-2.0", []string{"Mozilla Public License", "version 2.0"}},
 }
 
 // Identify returns the short names of the licences in a licence text, "" if none is known.
