@@ -16,9 +16,12 @@ func vmGuestCommand() *cli.Command {
 		Name:   vm.GuestCommand,
 		Hidden: true,
 		Usage:  "pid 1 of a micro-VM guest: mount the shares, relay loopback over the link, run the agent",
-		Flags:  []cli.Flag{&cli.StringFlag{Name: "link", Value: string(vm.TransportSerial)}},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "link", Value: string(vm.TransportSerial)},
+			&cli.UintFlag{Name: "vsock-port"},
+		},
 		Action: func(c *cli.Context) error {
-			_ = vm.Guest(vm.Transport(c.String("link")), os.Stderr)
+			_ = vm.Guest(vm.Transport(c.String("link")), uint32(c.Uint("vsock-port")), os.Stderr)
 			return cli.Exit("", 1) // not reached: Guest powers the VM off
 		},
 	}

@@ -31,7 +31,7 @@ const guestCgroup = "/sys/fs/cgroup/agent"
 // Guest is pid 1 of the VM (`anet-sandboxd vm-guest --link serial|vsock`). It returns only
 // on a failure before the link is up; otherwise it powers the VM off. Everything it does
 // with the agent's input is relaying: the endpoint on the host enforces every rule.
-func Guest(transport Transport, stderr io.Writer) error {
+func Guest(transport Transport, vsockPort uint32, stderr io.Writer) error {
 	boot := uptimeMS()
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "anet guest: "+format+"\n", a...) }
 	defer powerOff()
@@ -46,17 +46,12 @@ func Guest(transport Transport, stderr io.Writer) error {
 	}
 	modules := time.Since(t0)
 	t0 = time.Now()
-	link, err := openGuestLink(transport)
+	link, cc, err := openGuestLink(transport, vsockPort)
 	if err != nil {
 		logf("%v", err)
 		return err
 	}
 	defer link.Close()
-	cc, err := link.Open(KindControl)
-	if err != nil {
-		logf("%v", err)
-		return err
-	}
 	ctl := newControl(cc)
 	if err := ctl.send(Hello{KernelMS: boot, ModulesMS: modules.Milliseconds(), LinkMS: time.Since(t0).Milliseconds()}); err != nil {
 		logf("control: %v", err)
@@ -246,34 +241,34 @@ func loadModules() error {
 	return nil
 }
 
-// openGuestLink waits (the port appears when virtio probes it) for the transport's device.
-func openGuestLink(t Transport) (GuestLink, error) {
+// openGuestLink waits (the device appears when virtio probes it) for the transport and opens
+// the control stream, the link's first.
+func openGuestLink(t Transport, port uint32) (GuestLink, net.Conn, error) {
+	var l GuestLink
+	switch t {
+	case TransportVsock:
+		l = NewVsockGuest(func() (net.Conn, error) { return vsock.Dial(vsock.Host, port, nil) })
+	case TransportSerial:
+	default:
+		return nil, nil, fmt.Errorf("link transport %q: want serial or vsock", t)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var l GuestLink
 		var err error
-		switch t {
-		case TransportVsock:
-			c, derr := vsock.Dial(vsock.Host, LinkVsockPort, nil)
-			if derr == nil {
-				// Each stream is its own connection; this first one proves the path.
-				c.Close()
-				l = NewVsockGuest(func() (net.Conn, error) { return vsock.Dial(vsock.Host, LinkVsockPort, nil) })
-			}
-			err = derr
-		case TransportSerial:
+		if t == TransportSerial {
 			var f *os.File
 			if f, err = openSerialPort(); err == nil {
 				l, err = NewSerialGuest(f)
 			}
-		default:
-			return nil, fmt.Errorf("link transport %q: want serial or vsock", t)
 		}
 		if err == nil {
-			return l, nil
+			var c net.Conn
+			if c, err = l.Open(KindControl); err == nil {
+				return l, c, nil
+			}
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("link (%s): %w", t, err)
+			return nil, nil, fmt.Errorf("link (%s): %w", t, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

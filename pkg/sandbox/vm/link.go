@@ -50,7 +50,8 @@ type HostLink interface {
 	Close() error
 }
 
-// ErrBadKind is returned by Accept for a stream whose first byte names no kind.
+// ErrBadKind is returned by Accept for a stream whose first byte names no kind, or that
+// sends none; the link goes on accepting.
 var ErrBadKind = errors.New("link: stream of unknown kind")
 
 // headerTimeout bounds how long a new stream may take to name its kind.
@@ -69,7 +70,8 @@ func readKind(c net.Conn) (Kind, net.Conn, error) {
 	var b [1]byte
 	if _, err := io.ReadFull(c, b[:]); err != nil {
 		c.Close()
-		return 0, nil, fmt.Errorf("link: stream header: %w", err)
+		// A stream that never names its kind is that stream's failure, not the link's.
+		return 0, nil, fmt.Errorf("%w: no header: %v", ErrBadKind, err)
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	if k := Kind(b[0]); k.valid() {

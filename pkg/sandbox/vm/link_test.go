@@ -147,7 +147,7 @@ func (l *pairListener) Accept() (net.Conn, error) {
 	}
 }
 func (l *pairListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
-func (l *pairListener) Addr() net.Addr { return &vsock.Addr{ContextID: 2, Port: LinkVsockPort} }
+func (l *pairListener) Addr() net.Addr { return &vsock.Addr{ContextID: 2, Port: 5000} }
 
 func vsockPair(t *testing.T, guestCID uint32) (GuestLink, *pairListener) {
 	ln := &pairListener{conns: make(chan net.Conn, 8), closed: make(chan struct{})}

@@ -7,7 +7,8 @@ import (
 	"github.com/mdlayher/vsock"
 )
 
-// Vsock transport: one vsock connection per stream, guest to host (CID 2), on one port. It
+// Vsock transport: one vsock connection per stream, guest to host (CID 2), on the run's own
+// port (on the guest's command line). It
 // needs vhost-vsock on the host (a KVM host with /dev/vhost-vsock); the host side listens
 // with mdlayher/vsock and accepts only connections from the run's own guest CID, because a
 // host vsock port is reachable from every guest of the host.
@@ -17,11 +18,8 @@ import (
 // dialer and listener so the transport is tested through net.Conn pairs, and only the
 // launcher passes real vsock ones on a host whose probe found vhost-vsock.
 
-// LinkVsockPort is the host port guests connect to.
-const LinkVsockPort = 2049
-
 // NewVsockGuest returns the guest end; dial opens one connection to the host's port
-// (vsock.Dial(vsock.Host, LinkVsockPort, nil) in the guest).
+// (vsock.Dial(vsock.Host, port, nil) in the guest).
 func NewVsockGuest(dial func() (net.Conn, error)) GuestLink { return vsockGuest{dial} }
 
 type vsockGuest struct{ dial func() (net.Conn, error) }
@@ -36,7 +34,7 @@ func (g vsockGuest) Open(k Kind) (net.Conn, error) {
 
 func (g vsockGuest) Close() error { return nil }
 
-// NewVsockHost returns the host end over ln (vsock.ListenContextID(vsock.Host, port, nil)),
+// NewVsockHost returns the host end over ln (vsock.Listen(port, nil) on the host),
 // accepting only connections whose peer is guest CID cid.
 func NewVsockHost(ln net.Listener, cid uint32) HostLink { return vsockHost{ln, cid} }
 

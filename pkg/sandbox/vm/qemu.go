@@ -169,14 +169,18 @@ func (m Machine) validate() error {
 // hardware is known (no PCI, no PS/2, no timer check, no crypto self-tests) and make a panic
 // or a triple fault end QEMU at once. tscKHz (TCG only) gives the TSC rate the kernel cannot
 // calibrate on reduced-hardware ACPI without KVM's clock; 0 leaves it to the kernel.
-func KernelCmdline(tscKHz int, t Transport) string {
+func KernelCmdline(tscKHz int, t Transport, vsockPort uint32) string {
 	c := "console=ttyS0 quiet panic=-1 reboot=t pci=off i8042.noaux i8042.nokbd no_timer_check cryptomgr.notests " +
 		"8250.nr_uarts=1 random.trust_cpu=on rdinit=" + GuestInit
 	if tscKHz > 0 {
 		c += " tsc_early_khz=" + strconv.Itoa(tscKHz) + " tsc=reliable"
 	}
 	// Everything after "--" goes to init as its arguments: the guest subcommand.
-	return c + " -- " + GuestCommand + " --link " + string(t)
+	c += " -- " + GuestCommand + " --link " + string(t)
+	if t == TransportVsock {
+		c += " --vsock-port " + strconv.FormatUint(uint64(vsockPort), 10)
+	}
+	return c
 }
 
 // GuestCommand is the anet-sandboxd subcommand the guest kernel runs as pid 1.

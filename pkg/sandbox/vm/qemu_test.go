@@ -13,7 +13,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func goldenMachine() Machine {
 	return Machine{
 		Accel: AccelTCG, MemoryMiB: 2048, CPUs: 1,
-		Kernel: "/run/anet/vmlinux", Initrd: "/run/anet/initramfs", Cmdline: KernelCmdline(2445426, TransportSerial),
+		Kernel: "/run/anet/vmlinux", Initrd: "/run/anet/initramfs", Cmdline: KernelCmdline(2445426, TransportSerial, 0),
 		Transport: TransportSerial, LinkSocket: "/run/anet/link.sock",
 		Shares: []Share{{Tag: "sys_usr", Path: "/usr", ReadOnly: true}, {Tag: "agent", Path: "/run/anet/agent", ReadOnly: true}, {Tag: "work", Path: "/work"}},
 	}
@@ -30,7 +30,7 @@ func TestQEMUArgsGolden(t *testing.T) {
 		{"tcg_serial", func(m Machine) Machine { return m }},
 		{"kvm_vsock", func(m Machine) Machine {
 			m.Accel, m.Transport, m.LinkSocket, m.VsockCID, m.CPUs = AccelKVM, TransportVsock, "", 1234, 2
-			m.Cmdline = KernelCmdline(0, TransportVsock)
+			m.Cmdline = KernelCmdline(0, TransportVsock, 5000)
 			return m
 		}},
 	} {
@@ -104,14 +104,14 @@ func TestQEMUArgsRefusesBadMachines(t *testing.T) {
 
 // TestKernelCmdlinePassesTheGuestCommandLast (V1).
 func TestKernelCmdlinePassesTheGuestCommandLast(t *testing.T) {
-	c := KernelCmdline(0, TransportSerial)
+	c := KernelCmdline(0, TransportSerial, 0)
 	if !strings.HasSuffix(c, " -- "+GuestCommand+" --link serial") {
 		t.Fatalf("cmdline %q: init's arguments must follow the final --", c)
 	}
 	if strings.Contains(c, "tsc_early_khz") {
 		t.Fatalf("cmdline %q: a TSC rate only under TCG", c)
 	}
-	if !strings.Contains(KernelCmdline(2000000, TransportSerial), " tsc_early_khz=2000000 ") {
+	if !strings.Contains(KernelCmdline(2000000, TransportSerial, 0), " tsc_early_khz=2000000 ") {
 		t.Fatal("TCG cmdline lacks the TSC rate")
 	}
 }

@@ -159,20 +159,26 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 		transport = TransportSerial
 	}
 	var hostLn net.Listener
-	var cid uint32
+	var cid, vport uint32
 	switch transport {
 	case TransportSerial:
 		if hostLn, err = net.Listen("unix", filepath.Join(r.vmDir, "link.sock")); err != nil {
 			return nil, fmt.Errorf("start %s: link socket: %w", spec.ID, err)
 		}
 	case TransportVsock:
-		// A random CID: QEMU refuses one already in use, and the run fails closed.
+		// A random CID (QEMU refuses one in use, and the run fails closed) and a port of the
+		// run's own; the link accepts only that CID.
 		cid = 3 + rand.Uint32N(1<<30)
-		if hostLn, err = vsock.Listen(LinkVsockPort, nil); err != nil {
+		vport = 1024 + rand.Uint32N(1<<30)
+		if hostLn, err = vsock.Listen(vport, nil); err != nil {
 			return nil, fmt.Errorf("start %s: vsock listen: %w", spec.ID, err)
 		}
 	}
-	defer hostLn.Close()
+	defer func() {
+		if err != nil {
+			hostLn.Close() // a started run's link owns it (serial: closed at QEMU's connect)
+		}
+	}()
 
 	wall := bwrap.Wall{Binds: []bwrap.Bind{{Src: g.kernel.Vmlinux(), Dst: wallKernel}, {Src: g.initramfs, Dst: wallInitramfs}}}
 	cfg := GuestConfig{
@@ -195,7 +201,7 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 	} else {
 		tsc = hostTSCKHz()
 	}
-	m.Cmdline = KernelCmdline(tsc, transport)
+	m.Cmdline = KernelCmdline(tsc, transport, vport)
 	for _, d := range bwrap.HostSystemDirs() {
 		if d.Link != "" {
 			cfg.Links = append(cfg.Links, GuestLinkDir{Path: d.Path, Target: d.Link})
@@ -283,8 +289,13 @@ func (r *run) makeDir() error {
 	return nil
 }
 
-// connect waits for QEMU to connect the link (serial) or for the guest's first stream (vsock).
+// connect waits for QEMU to connect the link socket (serial). Under vsock there is no
+// connection to wait for: the guest's streams arrive on the run's own port, from its CID.
 func (r *run) connect(ln net.Listener, t Transport, cid uint32, deadline, began time.Time) error {
+	if t == TransportVsock {
+		r.link = NewVsockHost(ln, cid)
+		return nil
+	}
 	type result struct {
 		c   net.Conn
 		err error
@@ -300,13 +311,6 @@ func (r *run) connect(ln net.Listener, t Transport, cid uint32, deadline, began 
 			return r.bootFailure("link: " + res.err.Error())
 		}
 		r.t.QEMU = time.Since(began)
-		if t == TransportVsock {
-			// The first connection only proved the path (see openGuestLink); the link
-			// accepts the guest's streams on the same listener from here on.
-			res.c.Close()
-			r.link = NewVsockHost(ln, cid)
-			return nil
-		}
 		// QEMU connected: nothing else may; close the listener and remove the socket.
 		ln.Close()
 		r.conn = res.c
@@ -331,8 +335,14 @@ func (r *run) handshake(cfg GuestConfig, deadline time.Time, stdio sandbox.Stdio
 	}
 	first := make(chan accepted, 1)
 	go func() {
-		k, c, err := r.link.Accept()
-		first <- accepted{k, c, err}
+		for {
+			k, c, err := r.link.Accept()
+			if errors.Is(err, ErrForeignCID) || errors.Is(err, ErrBadKind) {
+				continue // not our guest's, or not a stream: the link already closed it
+			}
+			first <- accepted{k, c, err}
+			return
+		}
 	}()
 	var a accepted
 	select {
@@ -531,7 +541,8 @@ func (r *run) finish(exit *Event, guestErr string, inner sandbox.Outcome) {
 	switch {
 	case exit != nil:
 		o.ExitCode, o.Signal = exit.ExitCode, exit.Signal
-		if o.Limit == "" {
+		// The guest reports only the limits its cgroup has; anything else is not believed.
+		if o.Limit == "" && (exit.Limit == sandbox.LimitMemory || exit.Limit == sandbox.LimitTasks) {
 			o.Limit = exit.Limit
 		}
 	case r.limit != "" || r.killed:
