@@ -3,9 +3,11 @@ package vm_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,9 +139,15 @@ func (h *vmHost) run(t *testing.T, spec sandbox.Spec) runResult {
 // with lo its only network device (V1, V2).
 func TestVMRunsAgentBehindItsWall(t *testing.T) {
 	h := sharedHost(t)
-	res := h.run(t, sandbox.Spec{Argv: []string{"/bin/sh", "-c", "echo hello; id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp)' /proc/self/status; cat /proc/net/dev | wc -l; echo err >&2; exit 3"}})
+	// A run root deeper than a unix socket path may be long: the link's socket still binds.
+	deep := filepath.Join(h.runRoot, strings.Repeat("deep-", 24))
+	res := h.run(t, sandbox.Spec{RunRoot: deep, Argv: []string{"/bin/sh", "-c", "echo hello; id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp)' /proc/self/status; cat /proc/net/dev | wc -l; echo err >&2; exit 3"}})
 	t.Logf("outcome %+v\nstdout:\n%s\nstderr:\n%s\n(%v)", res.out, res.stdout, res.stderr, res.elapsed)
 	if res.out.Err != nil || res.out.ExitCode != 3 {
 		t.Fatalf("outcome %+v, want exit 3", res.out)
+	}
+	want := fmt.Sprintf("hello\n%d\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t2\n3\n", os.Getuid())
+	if res.stdout != want || res.stderr != "err\n" {
+		t.Fatalf("stdout %q, stderr %q; want %q and \"err\\n\"", res.stdout, res.stderr, want)
 	}
 }

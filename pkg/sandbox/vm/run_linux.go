@@ -162,7 +162,9 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 	var cid, vport uint32
 	switch transport {
 	case TransportSerial:
-		if hostLn, err = net.Listen("unix", filepath.Join(r.vmDir, "link.sock")); err != nil {
+		// Through the dir's fd: <RunRoot>/<ID>.vm/link.sock may be longer than a socket path
+		// may be (108 bytes); the bind mount into QEMU's wall takes the real path.
+		if hostLn, err = net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/link.sock", r.lock.Fd())); err != nil {
 			return nil, fmt.Errorf("start %s: link socket: %w", spec.ID, err)
 		}
 	case TransportVsock:
@@ -280,9 +282,6 @@ func (r *run) makeDir() error {
 		return fmt.Errorf("start %s: vm dir: %w", r.spec.ID, err)
 	}
 	r.vmDir = filepath.Join(root, name)
-	if len(r.vmDir)+len("/link.sock") >= 108 {
-		return fmt.Errorf("start %s: vm dir %s is too long for a unix socket path", r.spec.ID, r.vmDir)
-	}
 	if r.lock, err = sandbox.LockRunDir(r.vmDir); err != nil {
 		return fmt.Errorf("start %s: %w", r.spec.ID, err)
 	}
