@@ -13,18 +13,13 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
-
-// SystemDir is one host system directory as it will appear in the sandbox: bound read-only,
-// or, when the host has a symlink there (usrmerge: /bin -> usr/bin), the same symlink.
-type SystemDir struct {
-	Path string `json:"path"`
-	Link string `json:"link,omitempty"`
-}
 
 // Layout is the host side of a run, resolved and created by the apply step. Args only reads it.
 type Layout struct {
-	SystemDirs []SystemDir
+	// SystemDirs are bound read-only, or made the same symlinks (launch.HostSystemDirs).
+	SystemDirs []launch.SystemDir
 	// Home, Tmp and Work are host dirs created for the run (resolved, link-free).
 	Home, Tmp, Work string
 	// Endpoint is the resolved host path of the endpoint socket, or "".
@@ -46,12 +41,12 @@ type Layout struct {
 	Hostname string
 	// Unsafe drops protections; only test builds (-tags anettest) ever set it.
 	Unsafe Weakening
-	// Wall is what a launcher built on this one adds; empty for an agent's run.
+	// Wall is what a backend built on this one adds (StartWall); empty for an agent's run.
 	Wall Wall
 }
 
 // Wall lists the named differences between an agent's wall and the wall of a program that a
-// launcher built on this one runs in its place (the VM tier's QEMU, V1). Everything else (the
+// backend built on this one runs in its place (the vm backend's QEMU, V1). Everything else (the
 // namespaces, the seccomp programs, capabilities, limits) stays the same.
 type Wall struct {
 	// Devices are host device nodes bound into the run, each one of WallDevices.
@@ -76,9 +71,6 @@ type Weakening struct {
 	NoSeccomp   bool // no seccomp programs
 	AllowUserns bool // no --disable-userns
 }
-
-// DefaultSystemDirs are the host dirs a run may see read-only when they exist (S3).
-var DefaultSystemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
 
 // Args renders spec and layout into bwrap's argument list (without "bwrap" itself). It is
 // pure: the same input gives the same output, tested against a golden file.
@@ -196,12 +188,12 @@ func (l Layout) validate(spec sandbox.Spec) error {
 		errs = append(errs, errors.New("layout seccomp: no programs (refusing to run without a filter)"))
 	}
 	for _, d := range l.SystemDirs {
-		if !isSystemDir(d.Path) {
-			errs = append(errs, fmt.Errorf("layout system dir %q: not one of %v", d.Path, DefaultSystemDirs))
+		if !launch.IsSystemDir(d.Path) {
+			errs = append(errs, fmt.Errorf("layout system dir %q: not one of %v", d.Path, launch.DefaultSystemDirs))
 		}
 	}
 	if l.AgentTree != "" {
-		if err := CheckAgentTree(l.AgentTree, spec.Hidden, ""); err != nil {
+		if err := launch.CheckAgentTree(l.AgentTree, spec.Hidden, ""); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -226,7 +218,7 @@ func (w Wall) validate(hidden []string) error {
 		}
 		seen[b.Dst] = true
 		for _, h := range hidden {
-			if within(b.Src, h) || within(h, b.Src) {
+			if launch.Overlaps(b.Src, h) {
 				errs = append(errs, fmt.Errorf("layout wall bind %q: overlaps %q, which must never be visible in a run", b.Src, h))
 			}
 		}
@@ -237,20 +229,3 @@ func (w Wall) validate(hidden []string) error {
 func cleanAbs(p string) bool {
 	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
 }
-
-func isSystemDir(p string) bool {
-	for _, d := range DefaultSystemDirs {
-		if p == d {
-			return true
-		}
-	}
-	return false
-}
-
-// CheckAgentTree is sandbox.CheckAgentTree: one rule for every backend.
-func CheckAgentTree(tree string, hidden []string, home string) error {
-	return sandbox.CheckAgentTree(tree, hidden, home)
-}
-
-// within reports whether p is dir or below it.
-func within(p, dir string) bool { return sandbox.Within(p, dir) }

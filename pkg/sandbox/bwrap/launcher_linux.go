@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/reasons"
-	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
 
@@ -98,74 +97,6 @@ func (l *Backend) bwrapPath() (string, error) {
 	return p, nil
 }
 
-// systemDirs lists the DefaultSystemDirs present on the host, as dirs or as their symlinks.
-func systemDirs() []SystemDir {
-	var out []SystemDir
-	for _, d := range DefaultSystemDirs {
-		fi, err := os.Lstat(d)
-		if err != nil {
-			continue
-		}
-		if fi.Mode()&os.ModeSymlink != 0 {
-			t, err := os.Readlink(d)
-			if err != nil {
-				continue
-			}
-			out = append(out, SystemDir{Path: d, Link: t})
-			continue
-		}
-		if fi.IsDir() {
-			out = append(out, SystemDir{Path: d})
-		}
-	}
-	return out
-}
-
-// agentTree decides which dir to bind for the agent, and the argv[0] to use inside: the
-// realpath of the program, which must then lie in a system dir or in the bound tree.
-func agentTree(spec sandbox.Spec) (tree, prog string, err error) {
-	if spec.Argv[0] == sandbox.SandboxSelf {
-		return "", sandbox.SandboxSelf, nil // the launcher's own binary, always bound there
-	}
-	prog, err = filepath.EvalSymlinks(spec.Argv[0])
-	if err != nil {
-		return "", "", fmt.Errorf("agent %s: %w", spec.Argv[0], err)
-	}
-	tree = spec.AgentTree
-	if tree != "" {
-		if tree, err = filepath.EvalSymlinks(tree); err != nil {
-			return "", "", fmt.Errorf("agent tree %s: %w", spec.AgentTree, err)
-		}
-	} else {
-		for _, d := range DefaultSystemDirs {
-			if within(prog, d) {
-				return "", prog, nil
-			}
-		}
-		tree = filepath.Dir(prog)
-	}
-	if !within(prog, tree) {
-		return "", "", fmt.Errorf("agent %s: not inside its tree %s", prog, tree)
-	}
-	home, _ := os.UserHomeDir()
-	if home != "" {
-		if h, err := filepath.EvalSymlinks(home); err == nil {
-			home = h
-		}
-	}
-	hidden := make([]string, 0, len(spec.Hidden))
-	for _, h := range spec.Hidden {
-		if r, err := filepath.EvalSymlinks(h); err == nil {
-			h = r
-		}
-		hidden = append(hidden, h)
-	}
-	if err := CheckAgentTree(tree, hidden, home); err != nil {
-		return "", "", err
-	}
-	return tree, prog, nil
-}
-
 // classifyStart maps bwrap's own error message to a reason code (F2).
 func classifyStart(msg string) reasons.Code {
 	m := strings.ToLower(msg)
@@ -196,10 +127,3 @@ func (l *Backend) Binaries() []string {
 	}
 	return []string{p}
 }
-// HostSystemDirs lists the DefaultSystemDirs present on this host as a run sees them (the VM
-// tier shares the same ones into its guest).
-func HostSystemDirs() []SystemDir { return systemDirs() }
-
-// ResolveAgent returns the agent tree to expose and the program path to run, by the rules
-// of a bwrap run (the VM tier applies the same ones).
-func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) { return agentTree(spec) }

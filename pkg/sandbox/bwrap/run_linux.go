@@ -39,7 +39,7 @@ type run struct {
 	runDir string   // <RunRoot>/<ID>: home, tmp (and the work dir when ephemeral)
 	lock   *os.File // flock on runDir while the run lives (see linksafe.SweepRunRoot)
 	dirs   []string
-	stderr *tailWriter
+	stderr *launch.Tail
 	w      *launch.Watch
 
 	childPid   chan int      // init's host pid, from --json-status-fd
@@ -91,11 +91,11 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 		return nil, err
 	}
 
-	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: systemDirs(), Wall: w}
+	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: w}
 	if err := r.makeDirs(&lay); err != nil {
 		return fail(err)
 	}
-	tree, prog, err := agentTree(spec)
+	tree, prog, err := launch.ResolveAgent(spec)
 	if err != nil {
 		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
 	}
@@ -171,7 +171,7 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 		argv = SystemdScopeArgs(sr, spec.ID, r.lim, argv)
 	}
 
-	r.stderr = &tailWriter{w: stdio.Stderr, max: 4096}
+	r.stderr = launch.NewTail(stdio.Stderr, 4096)
 	cmd := &exec.Cmd{
 		Path:       argv[0],
 		Args:       argv,
@@ -407,12 +407,12 @@ func (r *run) finish(waitErr error) {
 	case limit != "" || r.w.Killed():
 		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
 	default:
-		msg := strings.TrimSpace(r.stderr.tail())
+		msg := strings.TrimSpace(r.stderr.String())
 		if msg == "" && waitErr != nil {
 			msg = waitErr.Error()
 		}
 		o.ExitCode = -1
-		o.Err = reasons.New(classifyStart(msg), lastLine(msg))
+		o.Err = reasons.New(classifyStart(msg), launch.LastLine(msg))
 	}
 	if r.pidfd >= 0 {
 		unix.Close(r.pidfd)

@@ -1,65 +1,13 @@
 package bwrap
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"anet.dev/anet/pkg/sandbox"
 )
-
-// LastLine is the last non-empty line of s (a program's last word on stderr); carriage
-// returns (a serial console's) are dropped.
-func LastLine(s string) string { return lastLine(s) }
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(strings.ReplaceAll(s, "\r", ""))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
-}
-
-// NewTail returns a writer that passes writes through to w (nil: none) and keeps the last max
-// bytes, for a program's error message (bwrap's, QEMU's, a guest console's).
-func NewTail(w io.Writer, max int) *Tail { return &tailWriter{w: w, max: max} }
-
-// Tail is what NewTail returns; String is the kept tail.
-type Tail = tailWriter
-
-func (t *tailWriter) String() string { return t.tail() }
-
-// tailWriter passes writes through and keeps the last max bytes (bwrap's error message).
-type tailWriter struct {
-	w   io.Writer
-	max int
-
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = t.buf[len(t.buf)-t.max:]
-	}
-	t.mu.Unlock()
-	if t.w == nil {
-		return len(p), nil
-	}
-	return t.w.Write(p)
-}
-
-func (t *tailWriter) tail() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.Clone(t.buf))
-}
 
 // systemdReadBack reads the limits from the scope's own cgroup (v2, which user systemd uses).
 func systemdReadBack(pid int, lim sandbox.Limits) error {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"anet.dev/anet/pkg/check"
@@ -124,13 +123,5 @@ func batteryTrouble(out sandbox.Outcome, parseErr error, stderr string) string {
 	case parseErr != nil:
 		return "output unreadable: " + parseErr.Error()
 	}
-	return lastLine(stderr)
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
+	return LastLine(stderr)
 }

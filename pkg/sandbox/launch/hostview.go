@@ -1,0 +1,127 @@
+package launch
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"anet.dev/anet/pkg/sandbox"
+)
+
+// What a sandboxed run may see of the host (S3), whatever the backend: the host's system dirs
+// read-only, and the agent's installation tree. Every backend exposes the same ones, so these
+// rules live here, not in one backend.
+
+// SystemDir is one host system directory as a run sees it: read-only, or, when the host has
+// a symlink there (usrmerge: /bin -> usr/bin), the same symlink.
+type SystemDir struct {
+	Path string `json:"path"`
+	Link string `json:"link,omitempty"`
+}
+
+// DefaultSystemDirs are the host dirs a run may see read-only when they exist (S3).
+var DefaultSystemDirs = []string{"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt"}
+
+// IsSystemDir reports whether p is one of DefaultSystemDirs.
+func IsSystemDir(p string) bool { return slices.Contains(DefaultSystemDirs, p) }
+
+// HostSystemDirs lists the DefaultSystemDirs present on this host, as dirs or as their
+// symlinks.
+func HostSystemDirs() []SystemDir {
+	var out []SystemDir
+	for _, d := range DefaultSystemDirs {
+		fi, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			t, err := os.Readlink(d)
+			if err != nil {
+				continue
+			}
+			out = append(out, SystemDir{Path: d, Link: t})
+			continue
+		}
+		if fi.IsDir() {
+			out = append(out, SystemDir{Path: d})
+		}
+	}
+	return out
+}
+
+// ResolveAgent decides which host dir a run exposes for the agent ("" when none is needed),
+// and the argv[0] to use inside: the realpath of the program, which must then lie in a
+// system dir or in the exposed tree. The tree passes CheckAgentTree.
+func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) {
+	if spec.Argv[0] == sandbox.SandboxSelf {
+		return "", sandbox.SandboxSelf, nil // the launcher's own binary, always there
+	}
+	prog, err = filepath.EvalSymlinks(spec.Argv[0])
+	if err != nil {
+		return "", "", fmt.Errorf("agent %s: %w", spec.Argv[0], err)
+	}
+	tree = spec.AgentTree
+	if tree != "" {
+		if tree, err = filepath.EvalSymlinks(tree); err != nil {
+			return "", "", fmt.Errorf("agent tree %s: %w", spec.AgentTree, err)
+		}
+	} else {
+		for _, d := range DefaultSystemDirs {
+			if within(prog, d) {
+				return "", prog, nil
+			}
+		}
+		tree = filepath.Dir(prog)
+	}
+	if !within(prog, tree) {
+		return "", "", fmt.Errorf("agent %s: not inside its tree %s", prog, tree)
+	}
+	home, _ := os.UserHomeDir()
+	if home != "" {
+		if h, err := filepath.EvalSymlinks(home); err == nil {
+			home = h
+		}
+	}
+	hidden := make([]string, 0, len(spec.Hidden))
+	for _, h := range spec.Hidden {
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			h = r
+		}
+		hidden = append(hidden, h)
+	}
+	if err := CheckAgentTree(tree, hidden, home); err != nil {
+		return "", "", err
+	}
+	return tree, prog, nil
+}
+
+// CheckAgentTree refuses an agent installation tree that would expose what must stay hidden:
+// one that lies under, or contains, a hidden dir (data, runtime, config, control token), one
+// that is the operator's home or contains it (home may be ""), or "/" or a top-level dir.
+func CheckAgentTree(tree string, hidden []string, home string) error {
+	if !filepath.IsAbs(tree) || filepath.Clean(tree) != tree {
+		return fmt.Errorf("agent tree %q: want a clean absolute path", tree)
+	}
+	if strings.Count(tree, "/") < 2 {
+		return fmt.Errorf("agent tree %q: too broad (a top-level directory)", tree)
+	}
+	if home != "" && within(home, tree) {
+		return fmt.Errorf("agent tree %q: contains the operator's home %q", tree, home)
+	}
+	for _, h := range hidden {
+		if Overlaps(tree, h) {
+			return fmt.Errorf("agent tree %q: overlaps %q, which must never be visible in a run", tree, h)
+		}
+	}
+	return nil
+}
+
+// Overlaps reports whether a and b are the same dir or one lies below the other.
+func Overlaps(a, b string) bool { return within(a, b) || within(b, a) }
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
