@@ -16,6 +16,12 @@ type ProbeTargets struct {
 	Abstract string `json:"abstract"`
 	// RelayPort is init's loopback port; the host endpoint echoes one line.
 	RelayPort int `json:"relay_port"`
+	// VM asks for the two checks of a micro-VM backend (V1): no network device but lo, and
+	// the host's process HostPID (started at HostStart, field 22 of /proc/PID/stat) not
+	// visible.
+	VM        bool   `json:"vm,omitempty"`
+	HostPID   int    `json:"host_pid,omitempty"`
+	HostStart string `json:"host_start,omitempty"`
 }
 
 // Probe check names.
@@ -25,20 +31,32 @@ const (
 	CheckHostAbstract = "host_abstract"
 	CheckKeyring      = "keyring"
 	CheckUserns       = "userns"
+	// The micro-VM backend's two (V1).
+	CheckNetDevices  = "net_devices"
+	CheckHostProcess = "host_process"
 )
 
-// probeFailed is a failed S7 check with its reason code (F2).
+// probeFailed is a failed probe check with its reason code (F2).
 func probeFailed(name, detail string) check.Check {
-	return check.Fail(name, "S7", ProbeCheckCode(name), detail)
+	return check.Fail(name, probeRequirement(name), ProbeCheckCode(name), detail)
 }
 
-// ProbeCheckCode maps a failed S7 check to its reason code (F2): the keyring and user
-// namespace checks fail when the system call filter does, the others when network isolation
-// does.
+func probeRequirement(name string) string {
+	if name == CheckNetDevices || name == CheckHostProcess {
+		return "V1"
+	}
+	return "S7"
+}
+
+// ProbeCheckCode maps a failed probe check to its reason code (F2): the keyring and user
+// namespace checks fail when the system call filter does; a host process in view means the
+// sandbox was not set up as built; the others fail when network isolation does.
 func ProbeCheckCode(name string) reasons.Code {
 	switch name {
 	case CheckKeyring, CheckUserns:
 		return reasons.SeccompFailed
+	case CheckHostProcess:
+		return reasons.SandboxStartFailed
 	default:
 		return reasons.NetnsFailed
 	}

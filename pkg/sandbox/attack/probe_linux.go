@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -13,19 +14,79 @@ import (
 
 const checkTimeout = 3 * time.Second
 
-// ProbeChecks runs the five S7 checks from inside a run. Each is made of the battery's
+// ProbeChecks runs the five S7 checks from inside a run, and the micro-VM backend's two when
+// t asks for them. Each is made of the battery's
 // entries for that property (an attack counts as blocked only for the protection's own
 // errno), so the probe and self-test cannot disagree on what a pass is. The loopback check
 // also sends a line through init's relay to the host endpoint.
 func ProbeChecks(t ProbeTargets) []check.Check {
 	env := Env{HostTCPPort: t.HostPort, AbstractName: t.Abstract, Timeout: checkTimeout}
-	return []check.Check{
+	cs := []check.Check{
 		probeCheck(CheckLoopback, env, []string{"loopback"}, func() error { return checkRelay(t.RelayPort) }),
 		probeCheck(CheckHostTCP, env, []string{"host_tcp"}, nil),
 		probeCheck(CheckHostAbstract, env, []string{"host_abstract"}, nil),
 		probeCheck(CheckKeyring, env, []string{"keyctl", "add_key"}, nil),
 		probeCheck(CheckUserns, env, []string{"unshare_newuser", "clone_newuser"}, nil),
 	}
+	if t.VM {
+		cs = append(cs,
+			probeCheck(CheckNetDevices, env, nil, checkOnlyLoopback),
+			probeCheck(CheckHostProcess, env, nil, func() error { return checkHostProcess(t.HostPID, t.HostStart) }))
+	}
+	return cs
+}
+
+// checkOnlyLoopback: the run's network devices, as the kernel lists them, are lo alone.
+func checkOnlyLoopback() error {
+	b, err := os.ReadFile("/proc/net/dev")
+	if err != nil {
+		return fmt.Errorf("read /proc/net/dev: %w", err)
+	}
+	var devs []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok {
+			devs = append(devs, strings.TrimSpace(name))
+		}
+	}
+	if len(devs) != 1 || devs[0] != "lo" {
+		return fmt.Errorf("network devices %v, want [lo] only", devs)
+	}
+	return nil
+}
+
+// checkHostProcess: the host's process pid (with its start time, so a guest process that
+// happens to have the same number does not count) is not in the run's /proc.
+func checkHostProcess(pid int, start string) error {
+	if pid <= 0 || start == "" {
+		return fmt.Errorf("no host process named by the host side")
+	}
+	got, err := ProcessStart(pid)
+	if err != nil {
+		return nil // not visible
+	}
+	if got == start {
+		return fmt.Errorf("host process %d (start %s) is visible in the run's /proc", pid, start)
+	}
+	return nil
+}
+
+// ProcessStart returns field 22 of /proc/PID/stat, the process's start time (the host side
+// of the host_process check).
+func ProcessStart(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces and parentheses
+	if i < 0 {
+		return "", fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3
+	if len(f) < 20 {
+		return "", fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	return f[19], nil
 }
 
 // check runs the named attacks, then extra (if any), within checkTimeout; it passes only if
