@@ -19,7 +19,6 @@ import (
 	_ "anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 	_ "anet.dev/anet/pkg/sandbox"
-	_ "anet.dev/anet/pkg/sandbox/vm"
 )
 
 // Every refusal has a reason code from one catalog: each constant of type reasons.Code

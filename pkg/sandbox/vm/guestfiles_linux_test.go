@@ -12,6 +12,7 @@ import (
 	"github.com/u-root/u-root/pkg/cpio"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox/vm"
 )
 
@@ -48,8 +49,8 @@ func TestPrepareKernelFromDebianPackage(t *testing.T) {
 // clear vm_no_guest_kernel, not a guest that hangs at boot.
 func TestPrepareKernelRefusesMissingPackage(t *testing.T) {
 	_, err := vm.PrepareKernel(context.Background(), vm.KernelSource{PackageDirs: []string{t.TempDir()}, CacheDir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), string(vm.NoGuestKernel)) {
-		t.Fatalf("PrepareKernel with no package = %v, want %s", err, vm.NoGuestKernel)
+	if err == nil || !strings.Contains(err.Error(), string(reasons.VMNoGuestKernel)) {
+		t.Fatalf("PrepareKernel with no package = %v, want %s", err, reasons.VMNoGuestKernel)
 	}
 }
 

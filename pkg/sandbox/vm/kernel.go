@@ -61,22 +61,6 @@ type KernelSource struct {
 // hosts clean it after every install (Debian's container images do).
 var DefaultPackageDirs = []string{"/var/cache/anet", "/usr/share/anet/guest", "/var/cache/apt/archives"}
 
-// Reason codes of the tier (V1). They are sandbox states: the requester sees
-// sandbox_unavailable, the operator sees these in doctor and the log.
-const (
-	NoQEMU        reasons.Code = "vm_no_qemu"
-	NoGuestKernel reasons.Code = "vm_no_guest_kernel"
-	NoAccel       reasons.Code = "vm_no_accel"
-)
-
-func init() {
-	reasons.Register(
-		reasons.Entry{Code: NoQEMU, Kind: reasons.KindSandbox, Text: "the vm isolation needs QEMU: install the qemu-system-x86 package", Requirement: "V1"},
-		reasons.Entry{Code: NoGuestKernel, Kind: reasons.KindSandbox, Text: "the vm isolation needs a guest kernel: in /var/cache/anet, apt-get download the plain linux-image package that linux-image-amd64 depends on (see README)", Requirement: "V1"},
-		reasons.Entry{Code: NoAccel, Kind: reasons.KindSandbox, Text: "no usable KVM and software emulation (tcg) is not allowed: set auto_reply.sandbox.vm_accel to kvm_or_tcg to accept slow runs, or use isolation bwrap", Requirement: "V1"},
-	)
-}
-
 var prepareMu sync.Mutex // one extraction at a time per process
 
 // PrepareKernel returns the cached guest kernel for src, extracting it first when the cache
@@ -92,7 +76,7 @@ func PrepareKernel(ctx context.Context, src KernelSource) (GuestKernel, error) {
 	}
 	sum, err := fileKey(deb)
 	if err != nil {
-		return GuestKernel{}, reasons.New(NoGuestKernel, err.Error())
+		return GuestKernel{}, reasons.New(reasons.VMNoGuestKernel, err.Error())
 	}
 	dir := filepath.Join(src.CacheDir, "kernel-"+sum[:16])
 	if k, err := readManifest(dir); err == nil && k.Key == sum {
@@ -108,7 +92,7 @@ func PrepareKernel(ctx context.Context, src KernelSource) (GuestKernel, error) {
 	defer os.RemoveAll(tmp)
 	k, err := extractKernel(ctx, deb, sum, tmp)
 	if err != nil {
-		return GuestKernel{}, reasons.New(NoGuestKernel, err.Error())
+		return GuestKernel{}, reasons.New(reasons.VMNoGuestKernel, err.Error())
 	}
 	_ = os.RemoveAll(dir) // a stale or partial one
 	if err := os.Rename(filepath.Join(tmp, "out"), dir); err != nil {
@@ -123,7 +107,7 @@ func PrepareKernel(ctx context.Context, src KernelSource) (GuestKernel, error) {
 func findKernelPackage(src KernelSource) (string, error) {
 	if src.Package != "" {
 		if _, err := os.Stat(src.Package); err != nil {
-			return "", reasons.New(NoGuestKernel, err.Error())
+			return "", reasons.New(reasons.VMNoGuestKernel, err.Error())
 		}
 		return src.Package, nil
 	}
@@ -143,7 +127,7 @@ func findKernelPackage(src KernelSource) (string, error) {
 		}
 	}
 	if len(found) == 0 {
-		return "", reasons.New(NoGuestKernel, fmt.Sprintf("no linux-image-*-amd64 package in %s", strings.Join(dirs, ", ")))
+		return "", reasons.New(reasons.VMNoGuestKernel, fmt.Sprintf("no linux-image-*-amd64 package in %s", strings.Join(dirs, ", ")))
 	}
 	sort.Slice(found, func(i, j int) bool { return filepath.Base(found[i]) < filepath.Base(found[j]) })
 	return found[len(found)-1], nil
