@@ -53,7 +53,7 @@ func execCommand() *cli.Command {
 		Name:      "exec",
 		Usage:     "run a command in exactly the sandbox a run gets",
 		ArgsUsage: "-- CMD [ARGS…]",
-		Flags:     runFlags(),
+		Flags:     append(runFlags(), isolationFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return cli.Exit("anet-sandboxd exec: no command (usage: exec [flags] -- CMD ARGS…)", 2)
@@ -152,7 +152,7 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 		return 2
 	}
 	closeInheritedFds()
-	l, _, err := newLauncher(quietLogger())
+	l, _, err := newLauncher(c, quietLogger())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
 		return exitSetup

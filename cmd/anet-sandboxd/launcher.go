@@ -1,27 +1,53 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/config"
-
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
 
-// newLauncher is the Launcher every subcommand uses: direct runs and the platform's backend
-// (backends_<os>.go links them). One that cannot be set up starts nothing (P2) and says why.
-func newLauncher(log *slog.Logger) (sandbox.Launcher, string, error) {
-	o := launch.Options{Log: log}
+// isolationFlags choose the backend for serve, exec, probe and self-test, which behave the
+// same whichever it is (V1).
+func isolationFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "isolation", Usage: fmt.Sprintf("`BACKEND` of sandboxed runs, one of %s (default: the first)", strings.Join(launch.Backends(), ", "))},
+		&cli.BoolFlag{Name: "vm-allow-tcg", Usage: "let the vm backend use QEMU's software emulation when KVM is unusable (slow)"},
+		&cli.StringFlag{Name: "vm-cache", Usage: "`DIR` of the vm backend's guest kernel and initramfs (default <cache>/anet/vm)"},
+	}
+}
+
+// launchOptions are the Launcher's options from the isolation flags.
+func launchOptions(c *cli.Context, log *slog.Logger) launch.Options {
+	o := launch.Options{Backend: c.String("isolation"), Log: log, CacheDir: c.String("vm-cache"), AllowEmulation: c.Bool("vm-allow-tcg")}
 	// A passing probe is kept for the next process too (S7: exec is a new process each time),
 	// in the runtime directory that every run has hidden.
 	if paths, err := config.DefaultPaths(nil); err == nil {
 		o.ProbeCacheDir = filepath.Join(paths.RuntimeDir, "probe")
 	}
-	l, err := launch.New(o)
+	if o.CacheDir == "" {
+		// serve gets it from anetd (its environment is clean); the others find it. A backend
+		// that needs it and has none says so.
+		if paths, err := config.DefaultPaths(nil); err == nil {
+			o.CacheDir = filepath.Join(paths.CacheDir, "vm")
+		}
+	}
+	return o
+}
+
+// newLauncher is the Launcher every subcommand uses: direct runs and the backend the flags
+// name (backends_<os>.go links them). One that cannot be set up starts nothing (P2) and says
+// why.
+func newLauncher(c *cli.Context, log *slog.Logger) (sandbox.Launcher, string, error) {
+	l, err := launch.New(launchOptions(c, log))
 	if err != nil {
 		return launch.Unavailable{Err: err}, "", err
 	}

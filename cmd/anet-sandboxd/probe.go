@@ -20,11 +20,11 @@ func probeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "probe",
 		Usage: "check that sandboxed runs work on this host (S7's five properties)",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
 			&cli.BoolFlag{Name: "inside", Hidden: true, Usage: "run the checks (inside the sandbox)"},
 			&cli.StringFlag{Name: "targets", Hidden: true, Usage: "canaries opened by the host side (JSON)"},
-		},
+		}, isolationFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.Bool("inside") {
 				var t attack.ProbeTargets
@@ -36,7 +36,7 @@ func probeCommand() *cli.Command {
 				return cli.Exit("", check.New(checks...).ExitCode())
 			}
 			closeInheritedFds()
-			l, _, err := newLauncher(quietLogger())
+			l, _, err := newLauncher(c, quietLogger())
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("anet-sandboxd probe: %v", err), check.ExitCannotRun)
 			}

@@ -16,10 +16,10 @@ func selfTestCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "self-test",
 		Usage: "probe the sandbox and run the attack battery against this host; non-zero if anything is not blocked",
-		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"}},
+		Flags: append([]cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"}}, isolationFlags()...),
 		Action: func(c *cli.Context) error {
 			closeInheritedFds()
-			l, err := launch.New(launch.Options{Log: quietLogger()})
+			l, err := launch.New(launchOptions(c, quietLogger()))
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("anet-sandboxd self-test: %v", err), check.ExitCannotRun)
 			}

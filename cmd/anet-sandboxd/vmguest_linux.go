@@ -1,3 +1,5 @@
+//go:build !nobackend
+
 package main
 
 import (

@@ -81,15 +81,28 @@ func TestSandboxSeamBoundary(t *testing.T) {
 	if !deps(t, "anet.dev/anet/cmd/anetd")["anet.dev/anet/pkg/sandbox/remote"] {
 		t.Error("anetd does not link pkg/sandbox/remote: it reaches the sandbox some other way")
 	}
+	// The micro-VM backend (V1) and the libraries only it needs stay out of anetd too: its
+	// reason codes, which anetd shows, live in pkg/reasons for that reason.
+	for _, tags := range [][]string{nil, {"anettest"}} {
+		d := deps(t, "anet.dev/anet/cmd/anetd", tags...)
+		for _, p := range []string{"anet.dev/anet/pkg/sandbox/vm", "github.com/hashicorp/yamux", "github.com/mdlayher/vsock", "github.com/u-root/u-root/pkg/cpio"} {
+			if d[p] {
+				t.Errorf("anetd (tags %v) links %s, the vm backend's", tags, p)
+			}
+		}
+	}
 	sd := deps(t, "anet.dev/anet/cmd/anet-sandboxd")
-	for _, p := range []string{"anet.dev/anet/pkg/sandbox/launch", "anet.dev/anet/pkg/sandbox/remote", "anet.dev/anet/pkg/sandbox/bwrap"} {
+	for _, p := range []string{"anet.dev/anet/pkg/sandbox/launch", "anet.dev/anet/pkg/sandbox/remote", "anet.dev/anet/pkg/sandbox/bwrap", "anet.dev/anet/pkg/sandbox/vm"} {
 		if !sd[p] {
 			t.Errorf("anet-sandboxd (linux) does not link %s", p)
 		}
 	}
 	// A build without a backend is what a platform without one gets (O1).
-	if deps(t, "anet.dev/anet/cmd/anet-sandboxd", "nobackend")["anet.dev/anet/pkg/sandbox/bwrap"] {
-		t.Error("anet-sandboxd built with nobackend still links bwrap")
+	nb := deps(t, "anet.dev/anet/cmd/anet-sandboxd", "nobackend")
+	for _, p := range []string{"anet.dev/anet/pkg/sandbox/bwrap", "anet.dev/anet/pkg/sandbox/vm"} {
+		if nb[p] {
+			t.Errorf("anet-sandboxd built with nobackend still links %s", p)
+		}
 	}
 }
 

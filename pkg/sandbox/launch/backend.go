@@ -61,6 +61,12 @@ type Options struct {
 	// ProbeCacheDir, when set, keeps passing probe results on disk for the next process
 	// (a private directory no sandbox sees: the node's runtime directory).
 	ProbeCacheDir string
+	// CacheDir is where a backend keeps what it prepares once and reuses (the vm backend's
+	// guest kernel and initramfs); "" for none, which such a backend refuses.
+	CacheDir string
+	// AllowEmulation lets a backend fall back to emulating hardware the host lacks (the vm
+	// backend's software CPU when KVM is unusable): slow, so only when the operator asks.
+	AllowEmulation bool
 }
 
 // Factory builds a backend.

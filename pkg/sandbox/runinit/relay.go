@@ -55,11 +55,14 @@ func Relay(ln net.Listener, up Upstream, logf func(string, ...any)) {
 			return
 		}
 		delay = 0
-		go relay(c, up, logf)
+		go Join(c, up, logf)
 	}
 }
 
-func relay(c net.Conn, up Upstream, logf func(string, ...any)) {
+// Join relays c to a fresh stream from up, both ways, until both directions have ended, and
+// closes both. Relay joins each loopback connection so; a micro-VM's host side joins each
+// endpoint stream its guest opens to the endpoint socket the same way.
+func Join(c net.Conn, up Upstream, logf func(string, ...any)) {
 	defer c.Close()
 	u, err := up.Open(context.Background())
 	if err != nil {

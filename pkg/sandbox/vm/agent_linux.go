@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"anet.dev/anet/pkg/sandbox"
-	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/runinit"
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
@@ -25,8 +25,10 @@ type AgentOptions struct {
 	Stderr   io.Writer
 }
 
-// AgentInit puts itself behind the agent's wall (V2) and then runs the bwrap tier's init
-// (pid 1: starts the agent, forwards signals, reaps, returns the status). The wall, in the
+// AgentInit puts itself behind the agent's wall (V2) and then runs the init every backend's
+// runs have (pkg/sandbox/runinit: pid 1, starts the agent, forwards signals, reaps, returns
+// the status). Its loopback relay is not here: the guest's own init relays over the link,
+// which this process, behind the wall, cannot reach. The wall, in the
 // order that leaves nothing privileged behind: a private /proc for this pid namespace, the
 // agent's root, rlimits, an empty capability bounding set and no ambient capabilities, the
 // agent's uid and gid (which clears the remaining capabilities), then no_new_privs and the
@@ -39,20 +41,21 @@ func AgentInit(o AgentOptions) int {
 		}
 	}
 	// The bounding set and the capability clearing are per thread: stay on this one, which
-	// also forks the agent (bwrap.Init starts it from the calling goroutine).
+	// also forks the agent (runinit.Init starts it from the calling goroutine).
 	runtime.LockOSThread()
 	if err := agentWall(o); err != nil {
 		logf("%v", err)
 		return 126
 	}
-	return bwrap.Init(bwrap.InitOptions{Argv: o.Argv, Stderr: o.Stderr})
+	return runinit.Init(runinit.InitOptions{Argv: o.Argv, Stderr: o.Stderr})
 }
 
 func agentWall(o AgentOptions) error {
 	if o.UID <= 0 || o.GID <= 0 {
 		return fmt.Errorf("uid %d gid %d: the agent never runs as root", o.UID, o.GID)
 	}
-	progs, err := bwrap.Filters()
+	// The bwrap backend's two programs, as it builds them for an agent.
+	progs, err := seccomp.Filters(seccomp.Options{})
 	if err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
 // AgentCommand is the subcommand the guest init re-executes itself as, in the agent's new
@@ -101,12 +103,13 @@ func runGuest(link GuestLink, ctl *control, cfg GuestConfig, logf func(string, .
 		return fail(err)
 	}
 	if cfg.Port != 0 {
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)))
+		// The bridge every backend's runs have, with the link as its upstream.
+		ln, err := runinit.ListenLoopback(cfg.Port)
 		if err != nil {
-			return fail(fmt.Errorf("listen 127.0.0.1:%d: %w", cfg.Port, err))
+			return fail(err)
 		}
 		defer ln.Close()
-		go serveEndpoints(ln, link, logf)
+		go runinit.Relay(ln, linkUpstream{link}, logf)
 	}
 	cg, err := agentCgroup(cfg)
 	if err != nil {
@@ -346,29 +349,12 @@ func eventCount(file, key string) int64 {
 	return 0
 }
 
-// serveEndpoints relays each connection to 127.0.0.1:P over a new endpoint stream.
-func serveEndpoints(ln net.Listener, link GuestLink, logf func(string, ...any)) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			return
-		}
-		go func() {
-			s, err := link.Open(KindEndpoint)
-			if err != nil {
-				logf("endpoint stream: %v", err)
-				c.Close()
-				return
-			}
-			join(c, s)
-		}()
-	}
-}
+// linkUpstream opens one endpoint stream over the link per connection the agent makes to
+// 127.0.0.1:P; the host relays it to the run's endpoint socket.
+type linkUpstream struct{ link GuestLink }
+
+// Open implements runinit.Upstream.
+func (u linkUpstream) Open(context.Context) (net.Conn, error) { return u.link.Open(KindEndpoint) }
 
 // uptimeMS is the time since the guest kernel started.
 func uptimeMS() int64 {

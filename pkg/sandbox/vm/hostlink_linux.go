@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,8 @@ import (
 
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
-	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/launch"
+	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
 // The host's side of a run's link: waiting for the guest, the handshake, and the dumb relay
@@ -17,7 +19,7 @@ import (
 
 // connect waits for QEMU to connect the link socket (serial). Under vsock there is no
 // connection to wait for: the guest's streams arrive on the run's own port, from its CID.
-func (r *run) connect(ln net.Listener, t Transport, cid uint32, deadline, began time.Time) error {
+func (r *run) connect(ctx context.Context, ln net.Listener, t Transport, cid uint32, deadline, began time.Time) error {
 	if t == TransportVsock {
 		r.link = NewVsockHost(ln, cid)
 		return nil
@@ -48,12 +50,14 @@ func (r *run) connect(ln net.Listener, t Transport, cid uint32, deadline, began 
 		return r.bootFailure("QEMU ended before the guest connected")
 	case <-time.After(time.Until(deadline)):
 		return r.bootFailure("QEMU did not connect the link in time")
+	case <-ctx.Done():
+		return r.bootFailure("start cancelled: " + ctx.Err().Error())
 	}
 }
 
 // handshake reads the guest's Hello, sends the config, starts the stream server and waits
 // for the agent to start.
-func (r *run) handshake(cfg GuestConfig, deadline time.Time, stdio sandbox.Stdio, endpoint string) error {
+func (r *run) handshake(ctx context.Context, cfg GuestConfig, deadline time.Time, stdio sandbox.Stdio, endpoint string) error {
 	type accepted struct {
 		k   Kind
 		c   net.Conn
@@ -78,6 +82,8 @@ func (r *run) handshake(cfg GuestConfig, deadline time.Time, stdio sandbox.Stdio
 		return r.bootFailure("QEMU ended before the guest's init spoke")
 	case <-time.After(time.Until(deadline)):
 		return r.bootFailure("the guest's init did not open the control stream in time")
+	case <-ctx.Done():
+		return r.bootFailure("start cancelled: " + ctx.Err().Error())
 	}
 	if a.err != nil || a.k != KindControl {
 		return r.bootFailure(fmt.Sprintf("first stream %c: %v", a.k, a.err))
@@ -102,16 +108,7 @@ func (r *run) handshake(cfg GuestConfig, deadline time.Time, stdio sandbox.Stdio
 	}
 	r.t.Shares, r.t.Setup = ms(ev.SharesMS), ms(ev.SetupMS)
 	_ = a.c.SetDeadline(time.Time{})
-	go func() {
-		for {
-			var ev Event
-			if err := r.ctl.recv(&ev); err != nil {
-				close(r.events)
-				return
-			}
-			r.events <- ev
-		}
-	}()
+	go r.readEvents()
 	return nil
 }
 
@@ -129,10 +126,10 @@ func (r *run) bootFailure(what string) error {
 	case <-time.After(10 * time.Second):
 	}
 	msg := "guest did not start the agent: " + what
-	if q := bwrap.LastLine(r.qemuErr.String()); q != "" {
+	if q := launch.LastLine(r.qemuErr.String()); q != "" {
 		msg += "; qemu: " + q
 	}
-	if c := bwrap.LastLine(r.console.String()); c != "" {
+	if c := launch.LastLine(r.console.String()); c != "" {
 		msg += "; console: " + c
 	}
 	return reasons.New(reasons.SandboxStartFailed, msg)
@@ -141,6 +138,9 @@ func (r *run) bootFailure(what string) error {
 // serveStreams accepts the guest's streams until the link closes.
 func (r *run) serveStreams(stdio sandbox.Stdio, endpoint string) {
 	sem := make(chan struct{}, maxEndpointStreams)
+	logf := func(format string, a ...any) {
+		r.l.cfg.Log.Warn("vm link: "+fmt.Sprintf(format, a...), "id", r.spec.ID)
+	}
 	seen := map[Kind]bool{}
 	for {
 		k, c, err := r.link.Accept()
@@ -192,12 +192,7 @@ func (r *run) serveStreams(stdio sandbox.Stdio, endpoint string) {
 			}
 			go func() {
 				defer func() { <-sem }()
-				u, err := net.Dial("unix", endpoint)
-				if err != nil {
-					c.Close()
-					return
-				}
-				join(c, u)
+				runinit.Join(c, runinit.UnixSocket(endpoint), logf)
 			}()
 		default:
 			c.Close()

@@ -14,7 +14,7 @@ import (
 
 	"anet.dev/anet/internal/testharness"
 	"anet.dev/anet/pkg/sandbox"
-	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/vm"
 )
 
@@ -28,10 +28,11 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// vmHost is a test's view of the operator's machine with a VM launcher.
+// vmHost is a test's view of the operator's machine: anet-sandboxd's Launcher with the vm
+// backend, as `--isolation vm --vm-allow-tcg` builds it.
 type vmHost struct {
 	self    string
-	l       *vm.Launcher
+	l       *launch.Launcher
 	runRoot string
 	cache   string
 }
@@ -70,7 +71,7 @@ func sharedHostB(t testing.TB) *vmHost {
 	t.Helper()
 	needHostB(t)
 	sharedOnce.Do(func() {
-		h, err := newVMHost(vm.Config{AllowTCG: true})
+		h, err := newVMHost(vm.Name)
 		if err != nil {
 			sharedErr = err.Error()
 			return
@@ -83,7 +84,9 @@ func sharedHostB(t testing.TB) *vmHost {
 	return shared
 }
 
-func newVMHost(cfg vm.Config) (*vmHost, error) {
+// newVMHost builds the Launcher with backend (vm.Name, or one a test registers) and the
+// options serve would give it.
+func newVMHost(backend string) (*vmHost, error) {
 	base, err := os.MkdirTemp("", "anet-vm-test-")
 	if err != nil {
 		return nil, err
@@ -92,18 +95,12 @@ func newVMHost(cfg vm.Config) (*vmHost, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := bwrap.New(bwrap.Config{Self: filepath.Join(testharness.BinDir(), "anet-sandboxd")})
+	h := &vmHost{self: filepath.Join(testharness.BinDir(), "anet-sandboxd"), runRoot: filepath.Join(base, "runs"), cache: filepath.Join(cache, "anet", "vm")}
+	h.l, err = launch.New(launch.Options{Backend: backend, Self: h.self, CacheDir: h.cache, AllowEmulation: true})
 	if err != nil {
 		return nil, err
 	}
-	cfg.Wall = w
-	cfg.Self = filepath.Join(testharness.BinDir(), "anet-sandboxd")
-	cfg.Kernel.CacheDir = filepath.Join(cache, "anet", "vm")
-	l, err := vm.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &vmHost{self: cfg.Self, l: l, runRoot: filepath.Join(base, "runs"), cache: cfg.Kernel.CacheDir}, nil
+	return h, nil
 }
 
 type runResult struct {

@@ -6,31 +6,24 @@ import (
 	"os"
 	"strings"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
-	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/attack"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
-// Probe check names the VM tier adds to S7's five (they describe, they do not attack).
+// Probe check names the backend adds to S7's five (they describe, they do not attack).
 const (
 	CheckAccel     = sandbox.CheckVMAccel
 	CheckTransport = sandbox.CheckVMTransport
 	CheckKernel    = sandbox.CheckVMKernel
 )
 
-// Probe implements sandbox.Launcher: cached five minutes per configuration, like the bwrap
-// tier's.
-func (l *Launcher) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
-	hash, err := l.ConfigHash(ctx)
-	if err != nil {
-		return bwrap.Failed(sandbox.CodeOf(err), err.Error()), nil
-	}
-	return l.cache.Get(ctx, hash, l.ProbeUncached)
-}
-
-// ConfigHash identifies the configuration: the wall's own hash, QEMU, the guest files, the
-// accelerator policy.
-func (l *Launcher) ConfigHash(ctx context.Context) (string, error) {
+// ConfigHash implements launch.Backend: the wall's own hash, QEMU, the guest files and the
+// accelerator policy. Preparing the guest files (extracting the kernel at first use) is part
+// of it, so a kernel that cannot be found is reported here with its code.
+func (l *Backend) ConfigHash() (string, error) {
 	wall, err := l.cfg.Wall.ConfigHash()
 	if err != nil {
 		return "", err
@@ -39,7 +32,7 @@ func (l *Launcher) ConfigHash(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	g, err := l.prepare(ctx)
+	g, err := l.prepare(context.Background())
 	if err != nil {
 		return "", err
 	}
@@ -47,38 +40,39 @@ func (l *Launcher) ConfigHash(ctx context.Context) (string, error) {
 		[]byte(l.cfg.Accel), []byte(fmt.Sprint(l.cfg.AllowTCG, l.cfg.CPUs))), nil
 }
 
-// ProbeUncached runs the probe now: the bwrap wall's own probe first (QEMU runs in that
+// Probe implements launch.Backend: the bwrap wall's own probe first (QEMU runs in that
 // wall), then S7's five checks and the VM's two (no network device but lo, no host process
-// visible) inside a guest, under each allowed accelerator in turn until one boots.
-func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, error) {
+// visible) inside a guest, under each allowed accelerator in turn until one boots. The one
+// that boots is what later runs use.
+func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	wall, err := l.cfg.Wall.Probe(ctx)
 	if err != nil {
-		return bwrap.Failed(sandbox.CodeOf(err), err.Error()), nil
+		return sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()), nil
 	}
 	if !wall.OK {
 		wall.Detail = "the bwrap wall QEMU runs in: " + wall.Detail
 		return wall, nil
 	}
 	if _, err := l.qemuPath(); err != nil {
-		return bwrap.Failed(sandbox.CodeOf(err), err.Error()), nil
+		return sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()), nil
 	}
 	g, err := l.prepare(ctx)
 	if err != nil {
-		return bwrap.Failed(sandbox.CodeOf(err), err.Error()), nil
+		return sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()), nil
 	}
 	cands, err := l.accelCandidates()
 	if err != nil {
-		return bwrap.Failed(sandbox.CodeOf(err), err.Error()), nil
+		return sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()), nil
 	}
-	start, err := bwrap.ProcessStart(os.Getpid())
+	start, err := attack.ProcessStart(os.Getpid())
 	if err != nil {
-		return bwrap.Failed(reasons.SandboxStartFailed, err.Error()), nil
+		return sandbox.ProbeFailed(reasons.SandboxStartFailed, err.Error()), nil
 	}
-	targets := bwrap.ProbeTargets{VM: true, HostPID: os.Getpid(), HostStart: start}
+	targets := attack.ProbeTargets{VM: true, HostPID: os.Getpid(), HostStart: start}
 	var tried []string
 	var res sandbox.ProbeResult
 	for _, a := range cands {
-		res, err = bwrap.RunProbe(ctx, func(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+		res, err = launch.RunProbe(ctx, func(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
 			return l.startWith(ctx, spec, stdio, a)
 		}, targets, wall.Warnings)
 		if err != nil {
@@ -93,18 +87,13 @@ func (l *Launcher) ProbeUncached(ctx context.Context) (sandbox.ProbeResult, erro
 				detail += " (" + strings.Join(tried, "; ") + ")"
 			}
 			res.Checks = append(res.Checks,
-				sandbox.Check{Name: CheckAccel, OK: true, Detail: detail},
-				sandbox.Check{Name: CheckTransport, OK: true, Detail: string(l.Transport())},
-				sandbox.Check{Name: CheckKernel, OK: true, Detail: g.kernel.Version + " from " + g.kernel.Package})
+				check.Pass(CheckAccel, "V1", detail),
+				check.Pass(CheckTransport, "V1", string(l.Transport())),
+				check.Pass(CheckKernel, "V1", g.kernel.Version+" from "+g.kernel.Package))
 			return res, nil
 		}
 		tried = append(tried, fmt.Sprintf("%s: %s: %s", a, res.Code, res.Detail))
 	}
 	res.Detail = strings.Join(tried, "; ")
 	return res, nil
-}
-
-// SelfTest runs the probe and the attack battery inside a guest (as an agent would meet it).
-func (l *Launcher) SelfTest(ctx context.Context, o bwrap.SelfTestOptions) (bwrap.SelfTestResult, error) {
-	return bwrap.RunSelfTest(ctx, l.ProbeUncached, l.start, o)
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/mdlayher/vsock"
 	"golang.org/x/sys/unix"
 
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
 // Paths of the guest's files inside QEMU's wall (bwrap.Wall binds).
@@ -52,62 +54,46 @@ type Timings struct {
 	QEMU, Kernel, Modules, Link, Shares, Setup, Total time.Duration
 }
 
-// run is one VM run.
+// run is one VM run: QEMU in its bwrap wall (inner), the link to the guest, and the watch
+// that stops the agent (over the link first, then by ending QEMU's wall).
 type run struct {
-	l      *Launcher
-	spec   sandbox.Spec
-	lim    sandbox.Limits
-	inner  sandbox.Run
-	vmDir  string
-	lock   *os.File
-	ctl    *control
-	link   HostLink
-	conn   net.Conn
-	events chan Event
-	out    sync.WaitGroup // stdout and stderr copies
-	t      Timings
+	l     *Backend
+	spec  sandbox.Spec
+	lim   sandbox.Limits
+	w     *launch.Watch
+	inner launch.Run
+	vmDir string
+	lock  *os.File
+	ctl   *control
+	link  HostLink
+	conn  net.Conn
+	out   sync.WaitGroup // stdout and stderr copies
+	t     Timings
 
-	console, qemuErr *bwrap.Tail
+	console, qemuErr *launch.Tail
 
 	innerDone chan sandbox.Outcome
-	done      chan struct{}
+	ctlDone   chan struct{} // closed when the control stream has ended
 
-	mu      sync.Mutex // guards the fields below
-	limit   reasons.Code
-	killed  bool
-	stopped bool
-	outcome sandbox.Outcome
+	mu       sync.Mutex // guards the fields below
+	exit     *Event     // the guest's report of the agent's end
+	guestErr string
+	outcome  sandbox.Outcome
 }
 
-// Start implements sandbox.Launcher: direct runs as the bwrap tier does; sandboxed runs only
-// after a passing probe (fresh or cached, P2), in a guest with the probe's accelerator.
-func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if spec.Mode == sandbox.ModeDirect {
-		return sandbox.StartDirect(ctx, spec, stdio)
-	}
-	res, err := l.Probe(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if !res.OK {
-		return nil, res.Err()
-	}
-	return l.start(ctx, spec, stdio)
-}
-
-// start is Start without the probe, with the accelerator the last probe chose.
-func (l *Launcher) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
+// Start implements launch.Backend: a guest with the accelerator the last passing probe chose
+// (the Launcher probes before every sandboxed start). It returns once the agent runs in the
+// guest; a guest that does not get that far is sandbox_start_failed with QEMU's and the
+// console's last words, and nothing of the agent ran.
+func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
 	a := l.Accel()
 	if a == "" {
-		return nil, reasons.New(NoAccel, "no probe has chosen an accelerator yet")
+		return nil, reasons.New(reasons.VMNoAccel, "no probe has chosen an accelerator yet")
 	}
 	return l.startWith(ctx, spec, stdio, a)
 }
 
-func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, accel Accel) (_ sandbox.Run, err error) {
+func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, accel Accel) (_ launch.Run, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -128,7 +114,7 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 	if err != nil {
 		return nil, err
 	}
-	tree, prog, err := bwrap.ResolveAgent(spec)
+	tree, prog, err := launch.ResolveAgent(spec)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
@@ -142,8 +128,10 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 		}
 	}
 	lim := spec.Limits.WithDefaults()
-	r := &run{l: l, spec: spec, lim: lim, events: make(chan Event, 4), innerDone: make(chan sandbox.Outcome, 1),
-		done: make(chan struct{}), console: bwrap.NewTail(nil, 4096), qemuErr: bwrap.NewTail(nil, 4096)}
+	r := &run{l: l, spec: spec, lim: lim, innerDone: make(chan sandbox.Outcome, 1), ctlDone: make(chan struct{}),
+		console: launch.NewTail(nil, 4096), qemuErr: launch.NewTail(nil, 4096)}
+	// The wall clock counts from the agent's start: the watch runs once Start has seen it.
+	r.w = launch.NewWatch(lim, r.askStop, r.kill, nil)
 	defer func() {
 		if err != nil {
 			r.abort()
@@ -202,7 +190,7 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 		tsc = hostTSCKHz()
 	}
 	m.Cmdline = KernelCmdline(tsc, transport, vport)
-	for _, d := range bwrap.HostSystemDirs() {
+	for _, d := range launch.HostSystemDirs() {
 		if d.Link != "" {
 			cfg.Links = append(cfg.Links, GuestLinkDir{Path: d.Path, Target: d.Link})
 			continue
@@ -231,7 +219,8 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 		ID: spec.ID, Mode: sandbox.ModeSandbox, Argv: append([]string{qemu}, args...),
 		WorkRoot: spec.WorkRoot, WorkSub: spec.WorkSub, RunRoot: spec.RunRoot, Hidden: spec.Hidden,
 		Limits: sandbox.Limits{Memory: lim.Memory + overhead, Tasks: qemuTasks, Disk: lim.Disk, FileSize: lim.FileSize,
-			// A backstop only: the run's own wall clock is enforced below, from the agent's start.
+			// A backstop only: the run's own wall clock is its watch's, from the agent's start.
+			// The disk limit is this watch's poll of the work share, as for an agent's run.
 			WallClock: boot + lim.WallClock + 2*lim.Grace + 30*time.Second, Grace: lim.Grace},
 	}
 	r.inner, err = l.cfg.Wall.StartWall(ctx, qspec, sandbox.Stdio{Stdout: r.console, Stderr: r.qemuErr}, wall)
@@ -239,15 +228,12 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 		return nil, err
 	}
 	go func() { r.innerDone <- r.inner.Wait() }()
-	l.mu.Lock()
-	l.runs[r] = true
-	l.mu.Unlock()
 
 	deadline := began.Add(boot)
-	if err := r.connect(hostLn, transport, cid, deadline, began); err != nil {
+	if err := r.connect(ctx, hostLn, transport, cid, deadline, began); err != nil {
 		return nil, err
 	}
-	if err := r.handshake(cfg, deadline, stdio, endpoint); err != nil {
+	if err := r.handshake(ctx, cfg, deadline, stdio, endpoint); err != nil {
 		return nil, err
 	}
 	r.t.Total = time.Since(began)
@@ -257,7 +243,7 @@ func (l *Launcher) startWith(ctx context.Context, spec sandbox.Spec, stdio sandb
 	return r, nil
 }
 
-func (l *Launcher) bootTimeout(a Accel) time.Duration {
+func (l *Backend) bootTimeout(a Accel) time.Duration {
 	if l.cfg.BootTimeout > 0 {
 		return l.cfg.BootTimeout
 	}
@@ -270,7 +256,7 @@ func (l *Launcher) bootTimeout(a Accel) time.Duration {
 // makeDir creates <RunRoot>/<ID>.vm (the link socket's dir), locked like a run dir so a
 // killed launcher's is swept.
 func (r *run) makeDir() error {
-	root, rootF, err := sandbox.MkdirUnder(r.spec.RunRoot, "", 0o700)
+	root, rootF, err := linksafe.MkdirUnder(r.spec.RunRoot, "", 0o700)
 	if err != nil {
 		return fmt.Errorf("start %s: run root: %w", r.spec.ID, err)
 	}
@@ -280,48 +266,21 @@ func (r *run) makeDir() error {
 		return fmt.Errorf("start %s: vm dir: %w", r.spec.ID, err)
 	}
 	r.vmDir = filepath.Join(root, name)
-	if r.lock, err = sandbox.LockRunDir(r.vmDir); err != nil {
+	if r.lock, err = linksafe.LockRunDir(r.vmDir); err != nil {
 		return fmt.Errorf("start %s: %w", r.spec.ID, err)
 	}
 	return nil
 }
 
-// watch enforces the wall clock from the agent's start and collects the outcome.
+// watch is the run's launch.Watch (the wall clock from the agent's start, the caller's
+// cancel, terminate over the link, grace, kill) until QEMU's wall has ended; then it collects
+// the outcome.
 func (r *run) watch(ctx context.Context) {
-	wall := time.NewTimer(r.lim.WallClock)
-	defer wall.Stop()
-	cancelled := ctx.Done()
-	var exit *Event
-	var guestErr string
 	var inner sandbox.Outcome
-	events := r.events
-loop:
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			switch ev.Event {
-			case "exit":
-				e := ev
-				exit = &e
-				// The guest powers off once the host closes the link.
-				r.closeLink()
-			case "error":
-				guestErr = ev.Detail
-			}
-		case <-wall.C:
-			r.setLimit(sandbox.LimitWallClock)
-			go r.terminate()
-		case <-cancelled:
-			cancelled = nil
-			go r.terminate()
-		case inner = <-r.innerDone:
-			break loop
-		}
-	}
+	_ = r.w.Run(ctx, func() error {
+		inner = <-r.innerDone
+		return nil
+	})
 	// Output streams end when the guest's pipes do; give them a moment after QEMU's end.
 	outDone := make(chan struct{})
 	go func() { r.out.Wait(); close(outDone) }()
@@ -329,22 +288,45 @@ loop:
 	case <-outDone:
 	case <-time.After(5 * time.Second):
 	}
-	if exit == nil {
-		// A late exit event (QEMU ended just after the guest sent it).
-		for ev := range r.events {
-			if ev.Event == "exit" {
-				e := ev
-				exit = &e
-			}
-		}
+	// The control stream ends with the link; a late exit event (QEMU ended just after the
+	// guest sent it) is read before that.
+	r.closeLink()
+	select {
+	case <-r.ctlDone:
+	case <-time.After(5 * time.Second):
 	}
-	r.finish(exit, guestErr, inner)
+	r.finish(inner)
 }
 
-func (r *run) finish(exit *Event, guestErr string, inner sandbox.Outcome) {
-	r.closeLink()
+// readEvents follows the guest's control stream after the agent's start. On the agent's exit
+// the host closes the link, and the guest, which has relayed all of the agent's output
+// before it reports, powers the VM off.
+func (r *run) readEvents() {
+	defer close(r.ctlDone)
+	for {
+		var ev Event
+		if err := r.ctl.recv(&ev); err != nil {
+			return
+		}
+		r.mu.Lock()
+		switch ev.Event {
+		case "exit":
+			r.exit = &ev
+		case "error":
+			r.guestErr = ev.Detail
+		}
+		r.mu.Unlock()
+		if ev.Event == "exit" {
+			r.closeLink()
+		}
+	}
+}
+
+func (r *run) finish(inner sandbox.Outcome) {
+	o := sandbox.Outcome{Cgroup: sandbox.CgroupFull, Limit: r.w.Limit()}
 	r.mu.Lock()
-	o := sandbox.Outcome{Cgroup: sandbox.CgroupFull, Limit: r.limit}
+	exit, guestErr := r.exit, r.guestErr
+	r.mu.Unlock()
 	switch {
 	case exit != nil:
 		o.ExitCode, o.Signal = exit.ExitCode, exit.Signal
@@ -352,7 +334,7 @@ func (r *run) finish(exit *Event, guestErr string, inner sandbox.Outcome) {
 		if o.Limit == "" && (exit.Limit == sandbox.LimitMemory || exit.Limit == sandbox.LimitTasks) {
 			o.Limit = exit.Limit
 		}
-	case r.limit != "" || r.killed:
+	case o.Limit != "" || r.w.Killed():
 		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
 	case inner.Limit != "":
 		// The wall's own limits (disk growth of the work share, QEMU's memory).
@@ -362,7 +344,7 @@ func (r *run) finish(exit *Event, guestErr string, inner sandbox.Outcome) {
 		msg := "the VM ended without the agent's status"
 		if guestErr != "" {
 			msg += ": " + guestErr
-		} else if c := bwrap.LastLine(r.console.String()); c != "" {
+		} else if c := launch.LastLine(r.console.String()); c != "" {
 			msg += "; console: " + c
 		}
 		o.ExitCode = -1
@@ -371,17 +353,13 @@ func (r *run) finish(exit *Event, guestErr string, inner sandbox.Outcome) {
 	if o.Limit == "" && inner.Limit != "" {
 		o.Limit = inner.Limit
 	}
-	r.mu.Unlock()
 	if o.Limit != "" {
 		o.Detail = reasons.Text(o.Limit)
 	}
 	r.cleanup()
 	r.outcome = o
-	r.l.mu.Lock()
-	delete(r.l.runs, r)
-	r.l.mu.Unlock()
 	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "isolation", "vm", "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
-	close(r.done)
+	r.w.Finish()
 }
 
 func (r *run) closeLink() {
@@ -395,7 +373,7 @@ func (r *run) closeLink() {
 
 func (r *run) cleanup() {
 	if r.vmDir != "" {
-		_ = sandbox.RemovePath(r.vmDir)
+		_ = linksafe.RemovePath(r.vmDir)
 	}
 	if r.lock != nil {
 		r.lock.Close()
@@ -410,51 +388,36 @@ func (r *run) abort() {
 	}
 	r.closeLink()
 	r.cleanup()
-	r.l.mu.Lock()
-	delete(r.l.runs, r)
-	r.l.mu.Unlock()
 }
 
-func (r *run) setLimit(c reasons.Code) {
-	r.mu.Lock()
-	if r.limit == "" {
-		r.limit = c
-	}
-	r.mu.Unlock()
-}
-
-// terminate is the polite stop: the guest's init TERMs the agent; QEMU is killed after grace.
-func (r *run) terminate() {
+// askStop is the watch's polite stop: the guest's init TERMs the agent. The watch kills
+// QEMU's wall when the grace period passes first.
+func (r *run) askStop() {
 	if r.ctl != nil {
 		_ = r.ctl.send(HostOp{Op: "stop"})
 	}
-	select {
-	case <-r.done:
-	case <-time.After(r.lim.Grace):
-		r.kill()
-	}
 }
 
-// kill ends QEMU's wall now (and with it the guest).
+// kill ends QEMU's wall now, and with it the guest.
 func (r *run) kill() {
-	r.mu.Lock()
-	r.killed = true
-	r.mu.Unlock()
 	r.closeLink()
 	if r.inner != nil {
-		// TERM to the wall's init, which QEMU obeys at once; KILL after the grace.
-		go r.inner.Stop()
+		r.inner.Kill()
 	}
 }
 
 // Wait implements sandbox.Run.
 func (r *run) Wait() sandbox.Outcome {
-	<-r.done
+	<-r.w.Done()
 	return r.outcome
 }
 
-// Stop implements sandbox.Run.
-func (r *run) Stop() { r.terminate() }
+// Stop implements sandbox.Run: TERM to the agent through the guest, QEMU killed after the
+// grace period.
+func (r *run) Stop() { r.w.Stop() }
+
+// Kill implements launch.Run.
+func (r *run) Kill() { r.w.Kill() }
 
 // Timings returns the run's boot breakdown.
 func (r *run) Timings() Timings { return r.t }

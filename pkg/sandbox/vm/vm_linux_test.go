@@ -11,15 +11,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"anet.dev/anet/internal/testharness"
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/attack"
 	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/vm"
 )
 
@@ -90,31 +94,30 @@ func TestVMSelfTestBatteryInsideGuest(t *testing.T) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	var res bwrap.SelfTestResult
+	var res launch.SelfTestReport
 	if jerr := json.Unmarshal(out, &res); jerr != nil {
 		t.Fatalf("self-test output %q: %v (%v): %s", out, jerr, err, stderr.String())
 	}
-	for _, c := range res.Probe.Checks {
+	attacks := 0
+	for _, c := range res.Checks {
 		if !c.OK {
-			t.Errorf("probe check %s failed: %s", c.Name, c.Detail)
+			t.Errorf("check %s failed inside the VM: %s %s", c.Name, c.Code, c.Detail)
+		}
+		if strings.HasPrefix(c.Name, "attack.") {
+			attacks++
 		}
 	}
-	for _, want := range []string{bwrap.CheckNetDevices, bwrap.CheckHostProcess, vm.CheckAccel, vm.CheckKernel} {
-		if !hasCheck(res.Probe.Checks, want) {
-			t.Errorf("probe lacks the %s check", want)
+	for _, want := range []string{attack.CheckNetDevices, attack.CheckHostProcess, vm.CheckAccel, vm.CheckKernel} {
+		if !hasCheck(res.Checks, "probe."+want) {
+			t.Errorf("probe lacks a passing %s check", want)
 		}
 	}
-	for _, a := range res.Attacks {
-		if !a.Blocked {
-			t.Errorf("attack %s not blocked inside the VM: %s %s", a.Name, a.How, a.Detail)
-		}
-	}
-	if !res.OK || err != nil || len(res.Attacks) == 0 {
-		t.Fatalf("self-test ok=%v err=%v detail=%q attacks=%d", res.OK, err, res.Detail, len(res.Attacks))
+	if !res.OK || err != nil || attacks < len(attack.Names()) {
+		t.Fatalf("self-test ok=%v err=%v attacks=%d of %d", res.OK, err, attacks, len(attack.Names()))
 	}
 }
 
-func hasCheck(cs []sandbox.Check, name string) bool {
+func hasCheck(cs []check.Check, name string) bool {
 	for _, c := range cs {
 		if c.Name == name && c.OK {
 			return true
@@ -204,12 +207,27 @@ func descendantsNamed(pid int, prefix string) []int {
 	return out
 }
 
+var registerOnce sync.Once
+
 // TestVMBootTimeoutFailsClosed: a guest that does not come up in time is
 // sandbox_start_failed with QEMU's side of the story, nothing of the agent runs, and no
 // QEMU is left behind (V1, P2, F2).
 func TestVMBootTimeoutFailsClosed(t *testing.T) {
 	needHost(t)
-	h, err := newVMHost(vm.Config{AllowTCG: true, BootTimeout: time.Second})
+	// The vm backend as registered, but with a boot timeout no guest meets: through the
+	// seam, the Launcher's probe fails and nothing starts.
+	const name = "vm-boot-timeout"
+	registerOnce.Do(func() {
+		launch.Register(name, func(o launch.Options) (launch.Backend, error) {
+			wall, err := bwrap.New(bwrap.Config{Self: o.Self})
+			if err != nil {
+				return nil, err
+			}
+			return vm.New(vm.Config{Wall: wall, Self: o.Self, AllowTCG: true, BootTimeout: time.Second,
+				Kernel: vm.KernelSource{CacheDir: o.CacheDir}})
+		})
+	})
+	h, err := newVMHost(name)
 	if err != nil {
 		t.Fatal(err)
 	}

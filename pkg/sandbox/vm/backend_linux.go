@@ -15,14 +15,30 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/reasons"
-	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/bwrap"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
-// Config configures the VM launcher. Zero fields take defaults.
+// Name is the backend's name in pkg/sandbox/launch's registry.
+const Name = "vm"
+
+// The backend registers after bwrap (it imports bwrap, whose init runs first), so bwrap stays
+// the platform's preferred backend and this one is used only when named: --isolation vm.
+func init() {
+	launch.Register(Name, func(o launch.Options) (launch.Backend, error) {
+		wall, err := bwrap.New(bwrap.Config{Self: o.Self, Log: o.Log})
+		if err != nil {
+			return nil, err
+		}
+		return New(Config{Wall: wall, Self: o.Self, Log: o.Log, AllowTCG: o.AllowEmulation,
+			Kernel: KernelSource{CacheDir: o.CacheDir}})
+	})
+}
+
+// Config configures the vm backend. Zero fields take defaults.
 type Config struct {
-	// Wall is the bwrap launcher whose wall QEMU runs in (required).
-	Wall *bwrap.Launcher
+	// Wall is the bwrap backend whose wall QEMU runs in (required).
+	Wall *bwrap.Backend
 	// Self is the anet-sandboxd binary the guest runs as init; "" uses os.Executable().
 	Self string
 	// QEMU is qemu-system-x86_64; "" looks it up in PATH.
@@ -45,18 +61,17 @@ type Config struct {
 	Log      *slog.Logger
 }
 
-// Launcher is the micro-VM implementation of sandbox.Launcher (V1).
-type Launcher struct {
-	cfg   Config
-	cache sandbox.ProbeCache
+// Backend is the micro-VM isolation backend (launch.Backend, V1): pkg/sandbox/launch gates
+// its runs on its probe, caches the probe, tracks the runs and watches each one.
+type Backend struct {
+	cfg Config
 
 	mu    sync.Mutex // guards the fields below
 	guest *guestFiles
-	accel Accel // decided by the last probe
-	runs  map[*run]bool
+	accel Accel // decided by the last passing probe
 }
 
-var _ sandbox.Launcher = (*Launcher)(nil)
+var _ launch.Backend = (*Backend)(nil)
 
 // guestFiles are the prepared kernel and initramfs.
 type guestFiles struct {
@@ -64,22 +79,22 @@ type guestFiles struct {
 	initramfs string
 }
 
-// New returns a VM launcher. Problems with QEMU, the kernel or acceleration are reported by
-// Probe (and so by Start) with their reason codes.
-func New(cfg Config) (*Launcher, error) {
+// New returns the vm backend. Problems with QEMU, the kernel or acceleration are reported by
+// Probe (and so by the Launcher's Start) with their reason codes.
+func New(cfg Config) (*Backend, error) {
 	if cfg.Wall == nil {
-		return nil, errors.New("vm launcher: no bwrap wall")
+		return nil, errors.New("vm backend: no bwrap wall")
 	}
 	if cfg.Self == "" {
 		p, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("vm launcher: find own binary: %w", err)
+			return nil, fmt.Errorf("vm backend: find own binary: %w", err)
 		}
 		cfg.Self = p
 	}
 	real, err := filepath.EvalSymlinks(cfg.Self)
 	if err != nil {
-		return nil, fmt.Errorf("vm launcher: resolve %s: %w", cfg.Self, err)
+		return nil, fmt.Errorf("vm backend: resolve %s: %w", cfg.Self, err)
 	}
 	cfg.Self = real
 	if cfg.CPUs == 0 {
@@ -94,28 +109,28 @@ func New(cfg Config) (*Launcher, error) {
 	switch cfg.Accel {
 	case "", AccelKVM, AccelTCG:
 	default:
-		return nil, fmt.Errorf("vm launcher: accel %q: want kvm, tcg or empty", cfg.Accel)
+		return nil, fmt.Errorf("vm backend: accel %q: want kvm, tcg or empty", cfg.Accel)
 	}
 	if cfg.Kernel.CacheDir == "" {
-		return nil, errors.New("vm launcher: no cache dir for the guest kernel")
+		return nil, errors.New("vm backend: no cache dir for the guest kernel (--vm-cache)")
 	}
-	return &Launcher{cfg: cfg, runs: map[*run]bool{}}, nil
+	return &Backend{cfg: cfg}, nil
 }
 
-func (l *Launcher) qemuPath() (string, error) {
+func (l *Backend) qemuPath() (string, error) {
 	name := l.cfg.QEMU
 	if name == "" {
 		name = "qemu-system-x86_64"
 	}
 	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", reasons.New(NoQEMU, err.Error())
+		return "", reasons.New(reasons.VMNoQEMU, err.Error())
 	}
 	return p, nil
 }
 
 // prepare extracts (first use) or finds the guest kernel and initramfs.
-func (l *Launcher) prepare(ctx context.Context) (*guestFiles, error) {
+func (l *Backend) prepare(ctx context.Context) (*guestFiles, error) {
 	l.mu.Lock()
 	g := l.guest
 	l.mu.Unlock()
@@ -138,17 +153,17 @@ func (l *Launcher) prepare(ctx context.Context) (*guestFiles, error) {
 }
 
 // accelCandidates lists the accelerators to try, best first, or why there is none.
-func (l *Launcher) accelCandidates() ([]Accel, error) {
+func (l *Backend) accelCandidates() ([]Accel, error) {
 	kvm := kvmUsable()
 	switch l.cfg.Accel {
 	case AccelKVM:
 		if kvm != nil {
-			return nil, reasons.New(NoAccel, "kvm forced but "+kvm.Error())
+			return nil, reasons.New(reasons.VMNoAccel, "kvm forced but "+kvm.Error())
 		}
 		return []Accel{AccelKVM}, nil
 	case AccelTCG:
 		if !l.cfg.AllowTCG {
-			return nil, reasons.New(NoAccel, "tcg forced but not allowed")
+			return nil, reasons.New(reasons.VMNoAccel, "tcg forced but not allowed")
 		}
 		return []Accel{AccelTCG}, nil
 	}
@@ -160,7 +175,7 @@ func (l *Launcher) accelCandidates() ([]Accel, error) {
 		out = append(out, AccelTCG)
 	}
 	if len(out) == 0 {
-		return nil, reasons.New(NoAccel, "kvm: "+kvm.Error())
+		return nil, reasons.New(reasons.VMNoAccel, "kvm: "+kvm.Error())
 	}
 	return out, nil
 }
@@ -176,14 +191,14 @@ func kvmUsable() error {
 }
 
 // Accel returns the accelerator the last passing probe chose ("" before one).
-func (l *Launcher) Accel() Accel {
+func (l *Backend) Accel() Accel {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.accel
 }
 
 // Transport is the link in use: vsock where the host has vhost-vsock and KVM, else serial.
-func (l *Launcher) Transport() Transport {
+func (l *Backend) Transport() Transport {
 	if l.Accel() == AccelKVM && vhostVsockUsable() == nil {
 		return TransportVsock
 	}
@@ -196,22 +211,6 @@ func vhostVsockUsable() error {
 		return err
 	}
 	return f.Close()
-}
-
-// KillAll ends every run now and waits for them to be gone.
-func (l *Launcher) KillAll() {
-	l.mu.Lock()
-	runs := make([]*run, 0, len(l.runs))
-	for r := range l.runs {
-		runs = append(runs, r)
-	}
-	l.mu.Unlock()
-	for _, r := range runs {
-		r.kill()
-	}
-	for _, r := range runs {
-		r.Wait()
-	}
 }
 
 // hostTSCKHz reads the host's TSC rate for a TCG guest (whose TSC is the host's), from the
