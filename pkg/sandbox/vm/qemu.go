@@ -40,7 +40,7 @@ type Share struct {
 // (inside its bwrap wall).
 type Machine struct {
 	Accel Accel
-	// MemoryMiB is the guest's RAM: the run's memory limit.
+	// MemoryMiB is the guest's RAM: the run's memory limit and the guest's own overhead.
 	MemoryMiB int64
 	// CPUs is 1 or 2.
 	CPUs           int

@@ -37,8 +37,12 @@ const (
 	qemuOverheadKVM = 192 << 20
 	// qemuTasks bounds QEMU's threads (vCPUs, RCU, the 9p worker pool, I/O threads).
 	qemuTasks = 128
-	// guestReserve is RAM the guest keeps for its kernel and init beyond the agent's cgroup.
-	guestReserve = 48 << 20
+	// guestOverheadBase (and 1/32 of the limit) is guest RAM beyond the agent's memory limit, for what the guest kernel
+	// keeps for itself (its image, the memory map: about 1.6% of RAM), the unpacked initramfs,
+	// init and page cache. Measured: a 256 MiB guest has 156 MiB available. Less, and the
+	// agent's cgroup limit would lie above what the guest can give: the guest would run out
+	// before the cgroup, and stall reclaiming instead of stopping the agent.
+	guestOverheadBase = 128 << 20
 	// maxEndpointStreams bounds concurrent endpoint streams (anet-egress bounds connections
 	// again; this keeps the relay's own goroutines and fds bounded).
 	maxEndpointStreams = 64
@@ -172,10 +176,11 @@ func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	cfg := GuestConfig{
 		Argv: append([]string{prog}, spec.Argv[1:]...), Env: spec.Env, HomeFiles: spec.HomeFiles, Port: spec.Port,
 		UID: os.Getuid(), GID: os.Getgid(), Hostname: l.cfg.Hostname,
-		Tasks: lim.Tasks, Memory: max(lim.Memory-guestReserve, lim.Memory/2), FileSize: lim.FileSize,
+		Tasks: lim.Tasks, Memory: lim.Memory, FileSize: lim.FileSize,
 		TmpBytes: lim.Disk, Stdin: stdio.Stdin != nil,
 	}
-	m := Machine{Accel: accel, MemoryMiB: (lim.Memory + (1 << 20) - 1) >> 20, CPUs: l.cfg.CPUs,
+	guestRAM := guestRAM(lim.Memory)
+	m := Machine{Accel: accel, MemoryMiB: guestRAM >> 20, CPUs: l.cfg.CPUs,
 		Kernel: wallKernel, Initrd: wallInitramfs, Transport: transport, VsockCID: cid}
 	if transport == TransportSerial {
 		wall.Binds = append(wall.Binds, bwrap.Bind{Src: filepath.Join(r.vmDir, "link.sock"), Dst: wallLink})
@@ -218,7 +223,7 @@ func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	qspec := sandbox.Spec{
 		ID: spec.ID, Mode: sandbox.ModeSandbox, Argv: append([]string{qemu}, args...),
 		WorkRoot: spec.WorkRoot, WorkSub: spec.WorkSub, RunRoot: spec.RunRoot, Hidden: spec.Hidden,
-		Limits: sandbox.Limits{Memory: lim.Memory + overhead, Tasks: qemuTasks, Disk: lim.Disk, FileSize: lim.FileSize,
+		Limits: sandbox.Limits{Memory: guestRAM + overhead, Tasks: qemuTasks, Disk: lim.Disk, FileSize: lim.FileSize,
 			// A backstop only: the run's own wall clock is its watch's, from the agent's start.
 			// The disk limit is this watch's poll of the work share, as for an agent's run.
 			WallClock: boot + lim.WallClock + 2*lim.Grace + 30*time.Second, Grace: lim.Grace},
@@ -241,6 +246,12 @@ func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbo
 		"boot_ms", r.t.Total.Milliseconds(), "argv0", prog)
 	go r.watch(ctx)
 	return r, nil
+}
+
+// guestRAM is the guest's RAM for an agent limited to memory: the limit, which the agent's
+// cgroup in the guest enforces, plus the guest's own overhead, rounded up to a MiB.
+func guestRAM(memory int64) int64 {
+	return (memory + guestOverheadBase + memory/32 + (1 << 20) - 1) &^ (1<<20 - 1)
 }
 
 func (l *Backend) bootTimeout(a Accel) time.Duration {

@@ -3,6 +3,7 @@ package vm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -30,7 +31,9 @@ import (
 // TestVMAgentAnswersThroughEndpoint: an agent in the guest calls its model API at
 // 127.0.0.1:P; the call crosses the link to the run's endpoint socket on the host, and the
 // answer it writes to /work is the host's work dir (V1, E1). The endpoint here is a fake that
-// records what reached it.
+// records what reached it. Then the agent runs away on disk: the host polls the work share's
+// growth, as for the bwrap backend, and stops the run with disk_limit; the answer stays (S6).
+// One guest for both: each boot costs seconds under TCG.
 func TestVMAgentAnswersThroughEndpoint(t *testing.T) {
 	h := sharedHost(t)
 	dir := t.TempDir()
@@ -55,16 +58,23 @@ req = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages", 
     headers={"Authorization": "Bearer " + os.environ["ANTHROPIC_AUTH_TOKEN"], "Content-Type": "application/json"})
 ans = json.load(urllib.request.urlopen(req, timeout=60))["answer"]
 open("/work/answer.txt", "w").write(ans)
-print("done")
+print("done", flush=True)
+for n in range(8):  # files of 8 MiB: each under RLIMIT_FSIZE (the disk limit), all over it
+    with open("/work/fill%d" % n, "wb") as f:
+        for i in range(8):
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+time.sleep(600)
 `
 	res := h.run(t, sandbox.Spec{
-		Argv:     []string{"/usr/bin/python3", "-c", script},
+		Argv:     []string{"/usr/bin/python3", "-c", "import time\n" + script},
 		WorkRoot: work, WorkSub: "peer/i1",
 		Endpoint: sock, Port: 8080,
-		Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:8080", "ANTHROPIC_AUTH_TOKEN=placeholder-123"},
+		Env:    []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:8080", "ANTHROPIC_AUTH_TOKEN=placeholder-123"},
+		Limits: sandbox.Limits{Disk: 16 << 20},
 	})
-	if res.out.Err != nil || res.out.ExitCode != 0 {
-		t.Fatalf("outcome %+v\nstderr: %s", res.out, res.stderr)
+	if res.out.Err != nil || res.out.Limit != sandbox.LimitDisk || res.out.Signal != int(syscall.SIGKILL) || res.stdout != "done\n" {
+		t.Fatalf("outcome %+v, stdout %q, want disk_limit and SIGKILL after \"done\"\nstderr: %s", res.out, res.stdout, res.stderr)
 	}
 	select {
 	case req := <-got:
@@ -260,13 +270,50 @@ func TestVMWallClockStopsTheAgent(t *testing.T) {
 	}
 }
 
-// TestVMTaskLimitInGuest: the agent's cgroup in the guest caps its tasks, and the outcome
-// says the run ran into it (S6, V1).
-func TestVMTaskLimitInGuest(t *testing.T) {
+// TestVMMemoryAndTaskLimitsInGuest: two of S6's limits, both applied inside one guest (one
+// boot for both: each costs seconds under TCG). An allocation past the run's memory is
+// killed by the agent's cgroup there before it holds the limit, and the outcome names
+// memory_limit; forks past the task limit are refused with EAGAIN (S6, V1).
+func TestVMMemoryAndTaskLimitsInGuest(t *testing.T) {
 	h := sharedHost(t)
-	res := h.run(t, sandbox.Spec{Argv: []string{"/bin/sh", "-c", "i=0; while [ $i -lt 40 ]; do sleep 30 & i=$((i+1)); done; echo forked; kill 0"},
-		Limits: sandbox.Limits{Tasks: 16}})
-	if res.out.Limit != sandbox.LimitTasks {
-		t.Fatalf("outcome %+v (stderr %q), want tasks_limit", res.out, res.stderr)
+	const memory = 96 << 20
+	script := fmt.Sprintf(`import errno, os, subprocess, sys, time
+hog = "l = []\nwhile len(l) < %d:\n    l.append(b'x' * (8 << 20))\n    print(8 * len(l), flush=True)"
+r = subprocess.run([sys.executable, "-c", hog], stdout=subprocess.PIPE, text=True)
+print("hog", r.returncode, (r.stdout.split() or ["0"])[-1], flush=True)
+kids = []
+try:
+    for i in range(40):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+    print("forked", len(kids), flush=True)
+except OSError as e:
+    print("fork refused after", len(kids), errno.errorcode[e.errno], flush=True)
+for k in kids:
+    os.kill(k, 9)
+`, 4*memory/(8<<20))
+	res := h.run(t, sandbox.Spec{Argv: []string{"/usr/bin/python3", "-c", script},
+		Limits: sandbox.Limits{Memory: memory, Tasks: 16}})
+	t.Logf("outcome %+v in %v; stdout %q", res.out, res.elapsed, res.stdout)
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	var forked int
+	var code string
+	var status, gotMiB int
+	if len(lines) != 2 {
+		t.Fatalf("stdout %q (outcome %+v, stderr %q), want the hog's fate and the forks'", res.stdout, res.out, res.stderr)
+	}
+	// Killed below the agent's limit: the cgroup's doing, not the guest running out of RAM,
+	// which is larger.
+	if n, _ := fmt.Sscanf(lines[0], "hog %d %d", &status, &gotMiB); n != 2 || status != -9 || gotMiB >= memory>>20 {
+		t.Errorf("hog: %q, want killed (-9) before it held %d MiB", lines[0], memory>>20)
+	}
+	if n, _ := fmt.Sscanf(lines[1], "fork refused after %d %s", &forked, &code); n != 2 || code != "EAGAIN" || forked >= 16 {
+		t.Errorf("forks: %q, want refused with EAGAIN before 16 tasks", lines[1])
+	}
+	if res.out.Err != nil || res.out.Limit != sandbox.LimitMemory || res.out.ExitCode != 0 {
+		t.Errorf("outcome %+v, want exit 0 with memory_limit", res.out)
 	}
 }
