@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"anet.dev/anet/pkg/check"
 )
 
 func validSpec() Spec {
@@ -148,11 +150,11 @@ func TestHostRunDirsM1(t *testing.T) {
 
 // TestProbeResultTier: status and doctor name the vm tier's accelerator and link (V1).
 func TestProbeResultTier(t *testing.T) {
-	vm := ProbeResult{Checks: []Check{{Name: CheckVMAccel, OK: true, Detail: "tcg (kvm: sandbox_start_failed: …)"}, {Name: CheckVMTransport, OK: true, Detail: "serial"}}}
+	vm := ProbeResult{Checks: []check.Check{{Name: CheckVMAccel, OK: true, Detail: "tcg (kvm: sandbox_start_failed: …)"}, {Name: CheckVMTransport, OK: true, Detail: "serial"}}}
 	if got := vm.Tier(); got != "vm (tcg, serial)" {
 		t.Errorf("Tier() = %q, want vm (tcg, serial)", got)
 	}
-	if got := (ProbeResult{Checks: []Check{{Name: "loopback", OK: true}}}).Tier(); got != "" {
+	if got := (ProbeResult{Checks: []check.Check{{Name: "loopback", OK: true}}}).Tier(); got != "" {
 		t.Errorf("bwrap probe Tier() = %q, want empty", got)
 	}
 }
