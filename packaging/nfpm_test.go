@@ -16,6 +16,7 @@ type nfpmConfig struct {
 	Arch     string        `yaml:"arch"`
 	Version  string        `yaml:"version"`
 	Depends  []string      `yaml:"depends"`
+	Suggests []string      `yaml:"suggests"`
 	Contents []nfpmContent `yaml:"contents"`
 	// Overrides could give deb and rpm other dependencies; the checks below read them too.
 	Overrides map[string]struct {
@@ -194,6 +195,9 @@ func TestNfpmLayout(t *testing.T) {
 			deps := append(append([]string{}, c.Depends...), c.Overrides[packager].Depends...)
 			if !slices.ContainsFunc(deps, func(d string) bool { return strings.Fields(d)[0] == "bubblewrap" }) {
 				t.Errorf("%s: depends = %v, want bubblewrap (L1)", packager, deps)
+			}
+			if !slices.Contains(c.Suggests, "qemu-system-x86") {
+				t.Errorf("%s: suggests = %v, want qemu-system-x86 for the vm backend (V1)", packager, c.Suggests)
 			}
 		})
 	}

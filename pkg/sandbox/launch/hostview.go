@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"anet.dev/anet/pkg/sandbox"
 )
@@ -97,31 +96,13 @@ func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) {
 	return tree, prog, nil
 }
 
-// CheckAgentTree refuses an agent installation tree that would expose what must stay hidden:
-// one that lies under, or contains, a hidden dir (data, runtime, config, control token), one
-// that is the operator's home or contains it (home may be ""), or "/" or a top-level dir.
+// CheckAgentTree is sandbox.CheckAgentTree, the one rule every backend applies (S3, F3).
 func CheckAgentTree(tree string, hidden []string, home string) error {
-	if !filepath.IsAbs(tree) || filepath.Clean(tree) != tree {
-		return fmt.Errorf("agent tree %q: want a clean absolute path", tree)
-	}
-	if strings.Count(tree, "/") < 2 {
-		return fmt.Errorf("agent tree %q: too broad (a top-level directory)", tree)
-	}
-	if home != "" && within(home, tree) {
-		return fmt.Errorf("agent tree %q: contains the operator's home %q", tree, home)
-	}
-	for _, h := range hidden {
-		if Overlaps(tree, h) {
-			return fmt.Errorf("agent tree %q: overlaps %q, which must never be visible in a run", tree, h)
-		}
-	}
-	return nil
+	return sandbox.CheckAgentTree(tree, hidden, home)
 }
 
 // Overlaps reports whether a and b are the same dir or one lies below the other.
 func Overlaps(a, b string) bool { return within(a, b) || within(b, a) }
 
 // within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-}
+func within(p, dir string) bool { return sandbox.Within(p, dir) }

@@ -60,15 +60,16 @@ func New(o Options) (*Launcher, error) {
 		l.name, l.backend = name, b
 	}
 	if o.ProbeCacheDir != "" {
-		l.cache.Dir, l.cache.Stamp = o.ProbeCacheDir, probeStamp(o.Self, l.backend)
+		l.cache.Dir, l.cache.Stamp = o.ProbeCacheDir, probeStamp(name, o.Self, l.backend)
 	}
 	return l, nil
 }
 
-// probeStamp identifies what a probe result depends on beyond the configuration hash: this
-// binary (it runs as pid 1 in the sandbox), the backend's programs and the kernel.
-func probeStamp(self string, b Backend) string {
-	parts := []string{sandbox.FileStamp(self)}
+// probeStamp identifies what a probe result depends on beyond the configuration hash: the
+// backend (a bwrap result must never stand for the vm backend's, V1), this binary (it runs as
+// pid 1 in the sandbox), the backend's programs and the kernel.
+func probeStamp(backend, self string, b Backend) string {
+	parts := []string{backend, sandbox.FileStamp(self)}
 	if bb, ok := b.(interface{ Binaries() []string }); ok {
 		for _, p := range bb.Binaries() {
 			parts = append(parts, sandbox.FileStamp(p))
