@@ -12,12 +12,12 @@ import (
 
 // nfpmConfig is the part of nfpm's configuration these tests check.
 type nfpmConfig struct {
-	Name     string        `yaml:"name"`
-	Arch     string        `yaml:"arch"`
-	Version  string        `yaml:"version"`
-	Depends  []string      `yaml:"depends"`
-	Suggests []string      `yaml:"suggests"`
-	Contents []nfpmContent `yaml:"contents"`
+	Name       string        `yaml:"name"`
+	Arch       string        `yaml:"arch"`
+	Version    string        `yaml:"version"`
+	Depends    []string      `yaml:"depends"`
+	Recommends []string      `yaml:"recommends"`
+	Contents   []nfpmContent `yaml:"contents"`
 	// Overrides could give deb and rpm other dependencies; the checks below read them too.
 	Overrides map[string]struct {
 		Depends []string `yaml:"depends"`
@@ -196,8 +196,8 @@ func TestNfpmLayout(t *testing.T) {
 			if !slices.ContainsFunc(deps, func(d string) bool { return strings.Fields(d)[0] == "bubblewrap" }) {
 				t.Errorf("%s: depends = %v, want bubblewrap (L1)", packager, deps)
 			}
-			if !slices.Contains(c.Suggests, "qemu-system-x86") {
-				t.Errorf("%s: suggests = %v, want qemu-system-x86 for the vm backend (V1)", packager, c.Suggests)
+			if !slices.Contains(c.Recommends, "qemu-system-x86") {
+				t.Errorf("%s: recommends = %v, want qemu-system-x86 for the vm backend (V1)", packager, c.Recommends)
 			}
 		})
 	}
