@@ -72,10 +72,12 @@ func (c *ProbeCache) Get(ctx context.Context, hash string, probe func(context.Co
 	return r, nil
 }
 
-// Drop forgets every cached result: a run found the sandbox wanting (a backend's check
-// before the turn failed), so the next probe must run afresh.
+// Drop forgets every cached result, in memory and on disk: a run found the sandbox wanting (a
+// backend's check before the turn failed), so the next probe, in this process or the next,
+// must run afresh.
 func (c *ProbeCache) Drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries = nil
+	c.dropAllDisk()
 }

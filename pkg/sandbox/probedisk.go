@@ -115,6 +115,17 @@ func (c *ProbeCache) dropDisk(hash string) {
 	}
 }
 
+// dropAllDisk removes every result on disk, whatever its configuration.
+func (c *ProbeCache) dropAllDisk() {
+	if c.Dir == "" || !privateDir(c.Dir) {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(c.Dir, "probe-*.json"))
+	for _, f := range files {
+		os.Remove(f)
+	}
+}
+
 // privateDir reports whether dir is a directory (not a symlink) of this user that nobody
 // else may enter.
 func privateDir(dir string) bool {

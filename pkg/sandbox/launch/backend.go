@@ -126,3 +126,12 @@ func factory(name string) (string, Factory, error) {
 	}
 	return registry[i].name, registry[i].new, nil
 }
+
+// ProbeAdopter is a backend that keeps what its passing probe chose (the vm backend's
+// accelerator). A cached result may have been probed by another process (S7: the cache
+// outlives the process on disk), so the Launcher hands every cached pass to the backend before
+// it vouches for it; an error means this process cannot use that result, and the probe runs
+// afresh.
+type ProbeAdopter interface {
+	AdoptProbe(sandbox.ProbeResult) error
+}

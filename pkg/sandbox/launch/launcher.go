@@ -93,7 +93,18 @@ func (l *Launcher) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	if err != nil {
 		return sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()), nil
 	}
-	return l.cache.Get(ctx, hash, l.backend.Probe)
+	res, err := l.cache.Get(ctx, hash, l.backend.Probe)
+	if err != nil || !res.OK || !res.Cached {
+		return res, err
+	}
+	if a, ok := l.backend.(ProbeAdopter); ok {
+		if aerr := a.AdoptProbe(res); aerr != nil {
+			l.log.Info("cached probe result not usable here; probing again", "backend", l.name, "reason", aerr)
+			l.cache.Drop()
+			return l.cache.Get(ctx, hash, l.backend.Probe)
+		}
+	}
+	return res, nil
 }
 
 func noBackend() sandbox.ProbeResult {

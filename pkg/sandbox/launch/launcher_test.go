@@ -273,3 +273,51 @@ func (l *Launcher) running() int {
 	defer l.mu.Unlock()
 	return len(l.runs)
 }
+
+// adoptingBackend keeps state from its probe, as the vm backend keeps its accelerator.
+type adoptingBackend struct {
+	testBackend
+	adopted  atomic.Int32
+	adoptErr error
+}
+
+func (b *adoptingBackend) AdoptProbe(res sandbox.ProbeResult) error {
+	b.adopted.Add(1)
+	return b.adoptErr
+}
+
+// S7: a pass cached on disk by another process is handed to a backend that keeps state from
+// its probe; one it cannot use is dropped and the probe runs afresh.
+func TestCachedProbeIsAdoptedS7(t *testing.T) {
+	b := &adoptingBackend{testBackend: testBackend{probeOK: true}}
+	registerTestBackend(t, "adopting", b)
+	dir := filepath.Join(t.TempDir(), "probe")
+	ctx := context.Background()
+	if res, _ := newLauncher(t, Options{ProbeCacheDir: dir}).Probe(ctx); !res.OK || res.Cached || b.probes.Load() != 1 || b.adopted.Load() != 0 {
+		t.Fatalf("first probe %+v: %d probes, %d adopted; want one fresh probe", res, b.probes.Load(), b.adopted.Load())
+	}
+	if res, _ := newLauncher(t, Options{ProbeCacheDir: dir}).Probe(ctx); !res.OK || !res.Cached || b.probes.Load() != 1 || b.adopted.Load() != 1 {
+		t.Fatalf("next process %+v: %d probes, %d adopted; want the cached pass adopted", res, b.probes.Load(), b.adopted.Load())
+	}
+	b.adoptErr = errors.New("accelerator not allowed here")
+	if res, _ := newLauncher(t, Options{ProbeCacheDir: dir}).Probe(ctx); !res.OK || res.Cached || b.probes.Load() != 2 {
+		t.Fatalf("unusable cached pass %+v: %d probes; want a fresh probe", res, b.probes.Load())
+	}
+}
+
+// S7, M1: a failed check before a run drops the cached pass on disk too, so the next process
+// probes afresh rather than trusting what this one just found wanting.
+func TestFailedCheckDropsTheDiskCacheM1(t *testing.T) {
+	b := &selfTestingBackend{testBackend: testBackend{probeOK: true}}
+	registerTestBackend(t, "checking-disk", b)
+	dir := filepath.Join(t.TempDir(), "probe")
+	l := newLauncher(t, Options{ProbeCacheDir: dir})
+	b.startErr = reasons.New(reasons.SelfCheckFailed, "decoy_port: connected")
+	spec := sandbox.Spec{ID: "d1", Mode: sandbox.ModeSandbox, Argv: []string{"/bin/true"}, RunRoot: t.TempDir()}
+	if _, err := l.Start(context.Background(), spec, sandbox.Stdio{}); sandbox.CodeOf(err) != reasons.SelfCheckFailed {
+		t.Fatalf("Start = %v, want selfcheck_failed", err)
+	}
+	if res, _ := newLauncher(t, Options{ProbeCacheDir: dir}).Probe(context.Background()); res.Cached || b.probes.Load() != 2 {
+		t.Fatalf("next process %+v after %d probes: want a fresh probe, not the dropped pass", res, b.probes.Load())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"anet.dev/anet/pkg/check"
@@ -97,3 +98,34 @@ func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	res.Detail = strings.Join(tried, "; ")
 	return res, nil
 }
+
+// AdoptProbe implements launch.ProbeAdopter: a passing result cached by another process (S7)
+// carries the accelerator its probe booted a guest with; this process starts its guests with
+// the same one, if its own configuration still allows it (V1). Anything else is an error and
+// the Launcher probes again.
+func (l *Backend) AdoptProbe(res sandbox.ProbeResult) error {
+	var accel Accel
+	for _, c := range res.Checks {
+		if c.Name == CheckAccel && c.OK {
+			if f := strings.Fields(c.Detail); len(f) > 0 {
+				accel = Accel(f[0])
+			}
+		}
+	}
+	if accel == "" {
+		return fmt.Errorf("the cached probe result names no accelerator")
+	}
+	cands, err := l.accelCandidates()
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(cands, accel) {
+		return fmt.Errorf("the cached probe chose %s, which this configuration does not allow (%v)", accel, cands)
+	}
+	l.mu.Lock()
+	l.accel = accel
+	l.mu.Unlock()
+	return nil
+}
+
+var _ launch.ProbeAdopter = (*Backend)(nil)

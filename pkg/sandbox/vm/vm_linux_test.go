@@ -1,6 +1,7 @@
 package vm_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -315,5 +316,39 @@ for k in kids:
 	}
 	if res.out.Err != nil || res.out.Limit != sandbox.LimitMemory || res.out.ExitCode != 0 {
 		t.Errorf("outcome %+v, want exit 0 with memory_limit", res.out)
+	}
+}
+
+// TestVMRunFromAProbeCachedOnDisk: `anet-sandboxd exec` is a new process each time and finds
+// the last passing probe on disk (S7); its vm backend has not probed, so it must take the
+// accelerator that probe booted a guest with, not refuse with vm_no_accel (V1). Two Launchers
+// with one probe cache stand for two processes: the second starts a run without a probe of
+// its own.
+func TestVMRunFromAProbeCachedOnDisk(t *testing.T) {
+	h := sharedHost(t)
+	dir := filepath.Join(t.TempDir(), "probe")
+	open := func() *launch.Launcher {
+		l, err := launch.New(launch.Options{Backend: vm.Name, Self: h.self, CacheDir: h.cache, AllowEmulation: true, ProbeCacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(l.StopAll)
+		return l
+	}
+	ctx := context.Background()
+	if res, err := open().Probe(ctx); err != nil || !res.OK || res.Cached {
+		t.Fatalf("first process's probe: %v %+v, want a fresh pass", err, res)
+	}
+	next := open()
+	if res, err := next.Probe(ctx); err != nil || !res.OK || !res.Cached {
+		t.Fatalf("second process's probe: %v %+v, want the pass from disk", err, res)
+	}
+	var so, se bytes.Buffer
+	r, err := next.Start(ctx, sandbox.Spec{ID: "cached-probe", Mode: sandbox.ModeSandbox, Argv: []string{"/bin/echo", "ran"}, RunRoot: h.runRoot}, sandbox.Stdio{Stdout: &so, Stderr: &se})
+	if err != nil {
+		t.Fatalf("Start after a probe cached by another process: %v", err)
+	}
+	if o := r.Wait(); o.ExitCode != 0 || so.String() != "ran\n" {
+		t.Fatalf("run %+v, stdout %q, stderr %s", o, so.String(), se.String())
 	}
 }
