@@ -42,3 +42,17 @@ func SweepRunRoot(root string, minAge time.Duration) ([]string, error) { return 
 
 // WriteHomeFiles is not implemented on this platform.
 func WriteHomeFiles(home string, files []sandbox.HomeFile) error { return errUnsupported }
+
+// RunDirs is what MakeRunDirs would make; nothing on this platform.
+type RunDirs struct {
+	Dir      string
+	Lock     *os.File
+	Made     []string
+	Swept    []string
+	SweepErr error
+}
+
+// MakeRunDirs is not implemented on this platform.
+func MakeRunDirs(runRoot, id string, withWork bool) (RunDirs, error) {
+	return RunDirs{}, errUnsupported
+}

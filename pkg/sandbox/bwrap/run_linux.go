@@ -263,33 +263,13 @@ func (r *run) confine() error {
 // makeDirs creates <RunRoot>/<ID>/{home,tmp[,work]} fresh and the work dir, all link-safe.
 func (r *run) makeDirs(lay *Layout) error {
 	spec := r.spec
-	root, rootF, err := linksafe.MkdirUnder(spec.RunRoot, "", 0o700)
+	d, err := linksafe.MakeRunDirs(spec.RunRoot, spec.ID, spec.WorkRoot == "")
+	r.runDir, r.lock, r.dirs = d.Dir, d.Lock, d.Made
+	if len(d.Swept) > 0 || d.SweepErr != nil {
+		r.l.cfg.Log.Warn("swept run dirs of a killed launcher", "removed", d.Swept, "err", d.SweepErr)
+	}
 	if err != nil {
-		return fmt.Errorf("start %s: run root: %w", spec.ID, err)
-	}
-	defer rootF.Close()
-	if removed, err := linksafe.SweepRunRoot(root, time.Minute); err != nil || len(removed) > 0 {
-		r.l.cfg.Log.Warn("swept run dirs of a killed launcher", "removed", removed, "err", err)
-	}
-	// A leftover run dir may hold what an earlier run planted: never reuse one.
-	if err := unix.Mkdirat(int(rootF.Fd()), spec.ID, 0o700); err != nil {
-		return fmt.Errorf("start %s: run dir %s: %w", spec.ID, filepath.Join(root, spec.ID), err)
-	}
-	r.runDir = filepath.Join(root, spec.ID)
-	if r.lock, err = linksafe.LockRunDir(r.runDir); err != nil {
 		return fmt.Errorf("start %s: %w", spec.ID, err)
-	}
-	sub := []string{"home", "tmp"}
-	if spec.WorkRoot == "" {
-		sub = append(sub, "work")
-	}
-	for _, s := range sub {
-		p, f, err := linksafe.MkdirUnder(root, spec.ID+"/"+s, 0o700)
-		if err != nil {
-			return fmt.Errorf("start %s: %w", spec.ID, err)
-		}
-		f.Close()
-		r.dirs = append(r.dirs, p)
 	}
 	lay.Home, lay.Tmp = r.dirs[0], r.dirs[1]
 	if err := linksafe.WriteHomeFiles(lay.Home, spec.HomeFiles); err != nil {
