@@ -4,6 +4,16 @@ BIN     := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 CMDS    := anetd anet anet-sandboxd anet-egress
+# Built as the packages ship them: static (no dynamic loader or libc start-up before main) and
+# without urfave/cli's documentation generator, whose markdown library initialises at every
+# start. anet-sandboxd exec starts once per command it runs.
+BUILDENV   := CGO_ENABLED=0
+BUILDFLAGS := -trimpath -tags urfave_cli_no_docs
+# anet-runinit is the first program of every run (pkg/sandbox/runinit, pkg/sandbox/gate):
+# anet-sandboxd binds it into each run from beside itself, so it is installed beside the
+# helpers rather than as a command of its own. Every launch waits for it to start, so it links
+# only what runs in the sandbox.
+RUNINIT := ./cmd/anet-sandboxd/anet-runinit
 # Tests build with the anettest tag: it compiles in the hooks that point model hosts at
 # loopback fakes. Release binaries (make build) never have them; a test checks that.
 TESTTAGS := anettest
@@ -16,7 +26,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+	$(BUILDENV) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS)) $(RUNINIT)
 
 run: build
 	./$(BIN)/anetd
@@ -36,7 +46,7 @@ DEMOBIN := $(BIN)/demo
 demo:
 	@mkdir -p $(DEMOBIN)
 	$(GO) build -trimpath -tags $(TESTTAGS) -o $(DEMOBIN)/ ./cmd/anetd ./cmd/anet-egress
-	$(GO) build -trimpath -o $(DEMOBIN)/ ./cmd/anet ./cmd/anet-sandboxd ./cmd/anet-demo
+	$(BUILDENV) $(GO) build $(BUILDFLAGS) -o $(DEMOBIN)/ ./cmd/anet ./cmd/anet-sandboxd ./cmd/anet-demo $(RUNINIT)
 	./$(DEMOBIN)/anet-demo --bin $(DEMOBIN)
 
 lint:
@@ -85,9 +95,9 @@ clean:
 NFPM       ?= github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DIST       ?= dist
 PKGVERSION ?= $(eval PKGVERSION := $$(shell $(GO) run ./packaging/pkgmeta version))$(PKGVERSION)
-# The package build differs from `make build` on purpose: static (no cgo, so no libc
-# dependency and one binary for every distribution), position-independent, with full RELRO
-# (-bindnow) and stripped; packaging/check-elf.sh refuses anything else.
+# The package build differs from `make build` on purpose: position-independent, with full
+# RELRO (-bindnow) and stripped; static like it (no cgo, so no libc dependency and one binary
+# for every distribution); packaging/check-elf.sh refuses anything else.
 PKGBIN     ?= $(DIST)/bin
 PKGSTAGE   ?= $(DIST)/stage
 PKG_LDFLAGS = -s -w -bindnow -X main.version=$(PKGVERSION)
@@ -95,8 +105,8 @@ PKG_LDFLAGS = -s -w -bindnow -X main.version=$(PKGVERSION)
 .PHONY: package package-bin
 package-bin:
 	@mkdir -p $(PKGBIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags '$(PKG_LDFLAGS)' -o $(PKGBIN)/ $(addprefix ./cmd/,$(CMDS))
-	sh packaging/check-elf.sh $(addprefix $(PKGBIN)/,$(CMDS))
+	$(BUILDENV) $(GO) build $(BUILDFLAGS) -buildmode=pie -ldflags '$(PKG_LDFLAGS)' -o $(PKGBIN)/ $(addprefix ./cmd/,$(CMDS)) $(RUNINIT)
+	sh packaging/check-elf.sh $(addprefix $(PKGBIN)/,$(CMDS) anet-runinit)
 
 # The changelog, the copyright file and the compressed man pages are generated into
 # PKGSTAGE; nfpm.yaml reads PKGBIN and PKGSTAGE from the environment.

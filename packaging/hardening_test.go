@@ -76,6 +76,7 @@ type probeResult struct {
 func probeUnder(t *testing.T, unitSrc string, extra ...string) probeResult {
 	t.Helper()
 	requireTool(t, "bwrap", "bubblewrap")
+	binary(t, "anet-runinit") // beside anet-sandboxd: every run's pid 1
 	out, err := restricted(t, unitSrc, extra, binary(t, "anet-sandboxd"), "probe", "--json")
 	var r probeResult
 	if jerr := json.Unmarshal([]byte(out), &r); jerr != nil {

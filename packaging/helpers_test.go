@@ -16,8 +16,17 @@ import (
 // tests compare the packaging with the CLI as it is now, not with a stale bin/.
 var binDir string
 
-// commands are the programs of the suite, as the Makefile's CMDS builds them.
-var commands = []string{"anetd", "anet", "anet-sandboxd", "anet-egress"}
+// commands are the programs of the suite, as the Makefile builds them: its CMDS, and the run
+// init (RUNINIT), built from inside anet-sandboxd's directory.
+var commands = []string{"anetd", "anet", "anet-sandboxd", "anet-egress", "anet-runinit"}
+
+// cmdPackage is the package a program of commands is built from.
+func cmdPackage(name string) string {
+	if name == "anet-runinit" {
+		return "./cmd/anet-sandboxd/anet-runinit"
+	}
+	return "./cmd/" + name
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "anet-packaging-")
@@ -57,7 +66,7 @@ var built = map[string]bool{}
 // binary builds (once per test run) and returns the path of one of the suite's programs.
 func binary(t *testing.T, name string) string {
 	t.Helper()
-	return binaryPkg(t, name, "./cmd/"+name)
+	return binaryPkg(t, name, cmdPackage(name))
 }
 
 // binaryPkg builds (once per test run) the program of a package as name.

@@ -76,8 +76,8 @@ func TestNfpmSourcesExist(t *testing.T) {
 				if !slices.Contains(commands, name) {
 					t.Fatalf("src %s: %s is not one of the programs make package-bin writes %v", e.Src, name, commands)
 				}
-				if _, err := os.Stat(filepath.Join(root, "cmd", name, "main.go")); err != nil {
-					t.Fatalf("src %s: no cmd/%s/main.go to build it from: %v", e.Src, name, err)
+				if _, err := os.Stat(filepath.Join(root, cmdPackage(name), "main.go")); err != nil {
+					t.Fatalf("src %s: no %s/main.go to build it from: %v", e.Src, cmdPackage(name), err)
 				}
 				return
 			}
@@ -130,8 +130,8 @@ func TestNfpmShipsEveryPackagingFile(t *testing.T) {
 }
 
 // TestNfpmLayout: the package installs what C4 and the units need, for deb and rpm
-// alike: anetd and anet on PATH, the helpers in /usr/libexec/anet (where the units'
-// --helper-dir points), bubblewrap as a dependency (L1), and no AppArmor profile (A1: the
+// alike: anetd and anet on PATH, the helpers and the run init in /usr/libexec/anet (where the
+// units' --helper-dir points), bubblewrap as a dependency (L1), and no AppArmor profile (A1: the
 // operator installs it with anet doctor --apparmor-profile).
 func TestNfpmLayout(t *testing.T) {
 	c := loadNfpm(t)
@@ -143,6 +143,7 @@ func TestNfpmLayout(t *testing.T) {
 		"/usr/bin/anet":                                  "${PKGBIN}/anet",
 		"/usr/libexec/anet/anet-sandboxd":                "${PKGBIN}/anet-sandboxd",
 		"/usr/libexec/anet/anet-egress":                  "${PKGBIN}/anet-egress",
+		"/usr/libexec/anet/anet-runinit":                 "${PKGBIN}/anet-runinit",
 		"/usr/lib/systemd/user/anetd.service":            "packaging/systemd/user/anetd.service",
 		"/usr/lib/systemd/system/anetd@.service":         "packaging/systemd/system/anetd@.service",
 		"/usr/share/man/man1/anet.1.gz":                  "${PKGSTAGE}/man/anet.1.gz",

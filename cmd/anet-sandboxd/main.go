@@ -1,8 +1,9 @@
 // Command anet-sandboxd is the only process of the node that starts agents: in bubblewrap
 // with seccomp on Linux (Seatbelt on macOS), or unsandboxed for trusted peers in direct mode.
 // It never holds a model key. Subcommands: serve (fd 3, started by anetd), exec, probe,
-// self-test, and the hidden init (pid 1 inside a sandbox) and attack. Every one of them
-// starts runs through one sandbox.Launcher (pkg/sandbox/launch); this package only wires.
+// self-test, and the hidden attack (the battery, inside a sandbox). Every one of them starts
+// runs through one sandbox.Launcher (pkg/sandbox/launch); this package only wires. A run's
+// pid 1 is the separate anet-runinit (./anet-runinit), installed beside this program.
 package main
 
 import (

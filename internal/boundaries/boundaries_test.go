@@ -57,6 +57,29 @@ func TestImportBoundaries(t *testing.T) {
 	}
 }
 
+// anet-runinit is pid 1 of every run: it runs inside the sandbox beside the agent, and every
+// launch waits for it to start. It links none of the node's secrets or HTTP, none of the code
+// that builds sandboxes, and none of the packages whose start-up made anet-sandboxd slow to
+// start (the CLI framework, the seccomp compiler, YAML) (C3, E1).
+func TestRunInitLinksOnlyWhatRunsInside(t *testing.T) {
+	const bin = "anet.dev/anet/cmd/anet-sandboxd/anet-runinit"
+	for _, tags := range [][]string{nil, {"anettest"}} {
+		t.Run(strings.Join(tags, ","), func(t *testing.T) {
+			d := deps(t, bin, tags...)
+			if !d["anet.dev/anet/pkg/sandbox/runinit"] {
+				t.Fatalf("go list -deps %s lacks runinit: the check would prove nothing", bin)
+			}
+			for _, f := range []string{"testing", "net/http", "anet.dev/anet/pkg/keys", "anet.dev/anet/pkg/modelproxy",
+				"anet.dev/anet/pkg/store", "anet.dev/anet/pkg/sandbox/launch", "anet.dev/anet/pkg/sandbox/bwrap",
+				"github.com/urfave/cli/v2", "github.com/elastic/go-seccomp-bpf", "gopkg.in/yaml.v3"} {
+				if d[f] {
+					t.Errorf("anet-runinit links %s", f)
+				}
+			}
+		})
+	}
+}
+
 // The sandbox seam (docs/architecture.md rule 1): anetd and the CLI link the spec (pkg/sandbox) and
 // the seam's client (pkg/sandbox/remote), never the code that starts processes
 // (pkg/sandbox/launch and every backend below pkg/sandbox). A new backend is caught here

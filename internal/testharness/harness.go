@@ -38,7 +38,13 @@ type Build struct {
 	Pkg string
 	// Tags are extra build tags (e.g. "anettest" for test-only hooks).
 	Tags []string
+	// Static builds without cgo, as the Makefile builds the run init.
+	Static bool
 }
+
+// RunInit is anet-runinit, which anet-sandboxd finds beside itself: every test that builds
+// anet-sandboxd to start sandboxed runs builds it too.
+var RunInit = Build{Name: "anet-runinit", Pkg: "./cmd/anet-sandboxd/anet-runinit", Static: true}
 
 // Options says what a test package needs.
 type Options struct {
@@ -49,12 +55,13 @@ type Options struct {
 	Cgroup bool
 }
 
-// Binaries is the usual set: the four release binaries.
+// Binaries is the usual set: the four release binaries and the run init.
 var Binaries = []Build{
 	{Name: "anetd", Pkg: "./cmd/anetd"},
 	{Name: "anet", Pkg: "./cmd/anet"},
 	{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"},
 	{Name: "anet-egress", Pkg: "./cmd/anet-egress"},
+	RunInit,
 }
 
 // Main runs the tests as described in the package comment and exits.
@@ -154,6 +161,9 @@ func buildAll(root, binDir string, builds []Build) error {
 		args = append(args, b.Pkg)
 		cmd := exec.Command("go", args...)
 		cmd.Dir = root
+		if b.Static {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}

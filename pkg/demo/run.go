@@ -32,8 +32,9 @@ const Task = "Which command lists the files of a directory, and how do I see hid
 
 // Options say where the programs are and where to print.
 type Options struct {
-	// BinDir holds anetd, anet, anet-sandboxd and anet-egress; anetd and anet-egress must be
-	// a demo build (-tags anettest), whose redirect hook reaches the stand-in model.
+	// BinDir holds anetd, anet, anet-sandboxd with anet-runinit beside it, and anet-egress;
+	// anetd and anet-egress must be a demo build (-tags anettest), whose redirect hook
+	// reaches the stand-in model.
 	BinDir string
 	// Agent is the demo agent's program (this program: it acts as the agent when it is run
 	// as `claude`); it is copied into the demo's agent directory.

@@ -24,6 +24,9 @@ import (
 const (
 	Sandboxd = "anet-sandboxd"
 	Egress   = "anet-egress"
+	// RunInit is every run's pid 1. anet-sandboxd finds it beside itself (a missing one is
+	// the probe's no_run_init, with its fix), so the search here does not ask for it.
+	RunInit = "anet-runinit"
 )
 
 // ErrNotFound is returned when no searched directory holds both helpers.

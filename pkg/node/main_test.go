@@ -7,5 +7,5 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testharness.Main(m, testharness.Options{Builds: []testharness.Build{{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"}}, Cgroup: true})
+	testharness.Main(m, testharness.Options{Builds: []testharness.Build{{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"}, testharness.RunInit}, Cgroup: true})
 }

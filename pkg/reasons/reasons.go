@@ -54,6 +54,7 @@ const (
 // Sandbox state codes (F2, S7, L2).
 const (
 	NoBwrap            Code = "no_bwrap"
+	NoRunInit          Code = "no_run_init"
 	UsernsBlocked      Code = "userns_blocked"
 	UsernsUnavailable  Code = "userns_unavailable"
 	SandboxStartFailed Code = "sandbox_start_failed"
@@ -107,6 +108,7 @@ func init() {
 		{Budget, KindRefusal, "the provider has used up today's runs or spending for untrusted peers; send it again after the day ends", "B4"},
 
 		{NoBwrap, KindSandbox, "anet-sandboxd finds no bwrap on its PATH (/usr/local/bin:/usr/bin:/bin): install the bubblewrap package", "L1"},
+		{NoRunInit, KindSandbox, "anet-runinit, the first program of every run, is missing beside anet-sandboxd: reinstall the anet package", "C4"},
 		{UsernsBlocked, KindSandbox, "the AppArmor policy blocks user namespaces for bwrap; install the narrow profile: anet doctor --apparmor-profile | sudo tee /etc/apparmor.d/anet-bwrap >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/anet-bwrap", "L2"},
 		{UsernsUnavailable, KindSandbox, "the kernel or container does not allow user namespaces", "F2"},
 		{SandboxStartFailed, KindSandbox, "bubblewrap could not set up the sandbox; run `anet doctor --json` and report the result, or set auto_reply.untrusted to off", "F2"},

@@ -37,8 +37,12 @@ const (
 	SandboxTmp      = "/tmp"
 	SandboxRunDir   = "/run/anet"
 	SandboxEndpoint = "/run/anet/endpoint.sock"
-	SandboxSelf     = "/run/anet/anet-sandboxd"
-	SandboxEnvFile  = "/run/anet/env"
+	// SandboxSelf is anet-sandboxd, bound only into a run whose program it is (self-test's
+	// attack battery).
+	SandboxSelf = "/run/anet/anet-sandboxd"
+	// SandboxInit is the run's pid 1 (anet-runinit), bound into every run.
+	SandboxInit    = "/run/anet/init"
+	SandboxEnvFile = "/run/anet/env"
 	// SandboxPATH is the minimal PATH (S5).
 	SandboxPATH = "/usr/local/bin:/usr/bin:/bin"
 )

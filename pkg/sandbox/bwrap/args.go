@@ -24,7 +24,11 @@ type Layout struct {
 	Home, Tmp, Work string
 	// Endpoint is the resolved host path of the endpoint socket, or "".
 	Endpoint string
-	// Self is the resolved host path of the anet-sandboxd binary run as pid 1.
+	// Init is the resolved host path of the run's pid 1 (anet-runinit), bound at
+	// sandbox.SandboxInit.
+	Init string
+	// Self is the resolved host path of anet-sandboxd, bound at sandbox.SandboxSelf only when
+	// the run's program is sandbox.SandboxSelf (self-test's attack battery).
 	Self string
 	// AgentTree is the resolved agent installation dir bound read-only at its own path, or "".
 	AgentTree string
@@ -117,8 +121,11 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 		"--bind", l.Tmp, sandbox.SandboxTmp,
 		"--bind", l.Work, sandbox.SandboxWork,
 		"--perms", "0755", "--dir", sandbox.SandboxRunDir,
-		"--ro-bind", l.Self, sandbox.SandboxSelf,
+		"--ro-bind", l.Init, sandbox.SandboxInit,
 	)
+	if spec.Argv[0] == sandbox.SandboxSelf {
+		a = append(a, "--ro-bind", l.Self, sandbox.SandboxSelf)
+	}
 	if l.AgentTree != "" {
 		a = append(a, "--ro-bind", l.AgentTree, l.AgentTree)
 	}
@@ -154,7 +161,7 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
 	}
-	a = append(a, "--chdir", sandbox.SandboxWork, "--", sandbox.SandboxSelf, "init")
+	a = append(a, "--chdir", sandbox.SandboxWork, "--", sandbox.SandboxInit)
 	if l.Endpoint != "" {
 		a = append(a, "--endpoint", sandbox.SandboxEndpoint, "--port", strconv.Itoa(spec.Port))
 	}
@@ -168,11 +175,14 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 func (l Layout) validate(spec sandbox.Spec) error {
 	var errs []error
 	for _, p := range []struct{ name, v string }{
-		{"home", l.Home}, {"tmp", l.Tmp}, {"work", l.Work}, {"self", l.Self},
+		{"home", l.Home}, {"tmp", l.Tmp}, {"work", l.Work}, {"init", l.Init},
 	} {
 		if !filepath.IsAbs(p.v) || filepath.Clean(p.v) != p.v {
 			errs = append(errs, fmt.Errorf("layout %s %q: want a clean absolute path", p.name, p.v))
 		}
+	}
+	if spec.Argv[0] == sandbox.SandboxSelf && (!filepath.IsAbs(l.Self) || filepath.Clean(l.Self) != l.Self) {
+		errs = append(errs, fmt.Errorf("layout self %q: want a clean absolute path (the run's program is anet-sandboxd)", l.Self))
 	}
 	if (spec.Endpoint == "") != (l.Endpoint == "") {
 		errs = append(errs, errors.New("layout endpoint: must be set exactly when the spec has one"))
@@ -207,7 +217,7 @@ func (w Wall) validate(hidden []string) error {
 			errs = append(errs, fmt.Errorf("layout wall device %q: not one of %v", d, WallDevices))
 		}
 	}
-	reserved := []string{sandbox.SandboxEndpoint, sandbox.SandboxSelf, sandbox.SandboxEnvFile}
+	reserved := []string{sandbox.SandboxEndpoint, sandbox.SandboxSelf, sandbox.SandboxInit, sandbox.SandboxEnvFile}
 	seen := map[string]bool{}
 	for _, b := range w.Binds {
 		switch {

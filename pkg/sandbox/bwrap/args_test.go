@@ -30,7 +30,7 @@ func goldenLayout() Layout {
 	return Layout{
 		SystemDirs: []launch.SystemDir{{Path: "/usr"}, {Path: "/etc"}, {Path: "/bin", Link: "usr/bin"}, {Path: "/lib64", Link: "usr/lib64"}},
 		Home:       "/c/runs/r1/home", Tmp: "/c/runs/r1/tmp", Work: "/c/work-sandbox/aid/i1",
-		Endpoint: "/rt/anet/r1/endpoint.sock", Self: "/usr/libexec/anet/anet-sandboxd",
+		Endpoint: "/rt/anet/r1/endpoint.sock", Init: "/usr/libexec/anet/anet-runinit", Self: "/usr/libexec/anet/anet-sandboxd",
 		AgentTree: "/opt/agent", SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, BlockFD: 7, Hostname: "anet-run",
 	}
 }
@@ -90,6 +90,40 @@ func TestArgsAlwaysHardened(t *testing.T) {
 	}
 }
 
+// TestArgsBindsSelfOnlyForItsOwnRuns: a run sees anet-sandboxd only when it is the run's
+// program (self-test's battery); every run gets its init (S3).
+func TestArgsBindsSelfOnlyForItsOwnRuns(t *testing.T) {
+	binds := func(args []string, dst string) bool {
+		for i := 0; i+2 < len(args); i++ {
+			if args[i] == "--ro-bind" && args[i+2] == dst {
+				return true
+			}
+		}
+		return false
+	}
+	args, err := Args(goldenSpec(), goldenLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if binds(args, sandbox.SandboxSelf) || !binds(args, sandbox.SandboxInit) {
+		t.Fatalf("an agent's run: binds anet-sandboxd %v, init %v; want only init", binds(args, sandbox.SandboxSelf), binds(args, sandbox.SandboxInit))
+	}
+	s, l := goldenSpec(), goldenLayout()
+	s.Argv = []string{sandbox.SandboxSelf, "attack", "--json"}
+	l.AgentTree = ""
+	if args, err = Args(s, l); err != nil {
+		t.Fatal(err)
+	}
+	if !binds(args, sandbox.SandboxSelf) {
+		t.Fatalf("a run of anet-sandboxd itself does not bind it: %q", args)
+	}
+	want := " -- " + sandbox.SandboxInit + " --endpoint " + sandbox.SandboxEndpoint + " --port 8080 --env-file " + sandbox.SandboxEnvFile +
+		" -- " + sandbox.SandboxSelf + " attack --json"
+	if joined := strings.Join(args, " "); !strings.HasSuffix(joined, want) {
+		t.Fatalf("bwrap's argv %q, want it to end %q", joined, want)
+	}
+}
+
 func TestArgsRefuses(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -108,6 +142,8 @@ func TestArgsRefuses(t *testing.T) {
 		{"host loopback endpoint", func(s *sandbox.Spec, l *Layout) {
 			s.Endpoint, s.EndpointAddr, l.Endpoint = "", "127.0.0.1:"+strconv.Itoa(s.Port), ""
 		}, "endpoint_addr"},
+		{"no init", func(_ *sandbox.Spec, l *Layout) { l.Init = "" }, "init"},
+		{"self run without self", func(s *sandbox.Spec, l *Layout) { s.Argv[0], l.Self = sandbox.SandboxSelf, "" }, "self"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
@@ -25,9 +26,12 @@ func init() {
 type Config struct {
 	// Bwrap is the bubblewrap binary; "" looks up "bwrap" in PATH.
 	Bwrap string
-	// Self is the anet-sandboxd binary (bound into every run and started there as pid 1);
-	// "" uses os.Executable().
+	// Self is the anet-sandboxd binary (bound into a run only when it is the run's program:
+	// self-test's attack battery); "" uses os.Executable().
 	Self string
+	// Init is the run's pid 1, anet-runinit, bound into every run; "" is helperpath.RunInit
+	// beside Self.
+	Init string
 	// Hostname is the runs' hostname; "" is "anet-run".
 	Hostname string
 	// Filters returns the seccomp programs; nil uses pkg/sandbox/seccomp.
@@ -63,6 +67,9 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("new launcher: resolve %s: %w", cfg.Self, err)
 	}
 	cfg.Self = real
+	if cfg.Init == "" {
+		cfg.Init = filepath.Join(filepath.Dir(cfg.Self), helperpath.RunInit)
+	}
 	if cfg.Hostname == "" {
 		cfg.Hostname = "anet-run"
 	}
@@ -97,6 +104,24 @@ func (l *Backend) bwrapPath() (string, error) {
 	return p, nil
 }
 
+// initPath resolves the run's init, or returns no_run_init: without it no run can start.
+func (l *Backend) initPath() (string, error) {
+	p, err := filepath.EvalSymlinks(l.cfg.Init)
+	if err == nil {
+		p, err = filepath.Abs(p) // bound into the run by its absolute path
+	}
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(p); err == nil && (!fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0) {
+			err = fmt.Errorf("not an executable file")
+		}
+	}
+	if err != nil {
+		return "", reasons.New(reasons.NoRunInit, fmt.Sprintf("%s: %v", l.cfg.Init, err))
+	}
+	return p, nil
+}
+
 // classifyStart maps bwrap's own error message to a reason code (F2).
 func classifyStart(msg string) reasons.Code {
 	m := strings.ToLower(msg)
@@ -119,11 +144,15 @@ func classifyStart(msg string) reasons.Code {
 }
 
 // Binaries names the programs a probe result depends on besides the launcher's own binary:
-// the probe cache on disk is not reused once bwrap is replaced (sandbox.FileStamp).
+// the probe cache on disk is not reused once bwrap or the run's init is replaced
+// (sandbox.FileStamp).
 func (l *Backend) Binaries() []string {
-	p, err := l.bwrapPath()
-	if err != nil {
-		return nil
+	var out []string
+	if p, err := l.bwrapPath(); err == nil {
+		out = append(out, p)
 	}
-	return []string{p}
+	if p, err := l.initPath(); err == nil {
+		out = append(out, p)
+	}
+	return out
 }

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 		Builds: []testharness.Build{
 			{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"},
 			{Name: "anet-sandboxd-weak", Pkg: "./cmd/anet-sandboxd", Tags: []string{"anettest"}},
+			testharness.RunInit,
 		},
 		Cgroup: true,
 	})

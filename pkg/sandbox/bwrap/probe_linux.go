@@ -18,12 +18,16 @@ func (l *Backend) ConfigHash() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	initBin, err := l.initPath()
+	if err != nil {
+		return "", err
+	}
 	progs, err := l.cfg.Filters()
 	if err != nil {
 		return "", reasons.New(reasons.SeccompFailed, err.Error())
 	}
 	spec := sandbox.Spec{ID: "x", Mode: sandbox.ModeSandbox, Argv: []string{"/x"}, RunRoot: "/r", Endpoint: "/e", Port: 1}
-	lay := Layout{SystemDirs: launch.HostSystemDirs(), Home: "/h", Tmp: "/t", Work: "/w", Endpoint: "/e", Self: l.cfg.Self,
+	lay := Layout{SystemDirs: launch.HostSystemDirs(), Home: "/h", Tmp: "/t", Work: "/w", Endpoint: "/e", Init: initBin, Self: l.cfg.Self,
 		SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, BlockFD: 7, Hostname: l.cfg.Hostname, Unsafe: l.unsafe}
 	args, err := Args(spec, lay)
 	if err != nil {

@@ -75,6 +75,10 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	if err != nil {
 		return nil, err
 	}
+	initBin, err := l.initPath()
+	if err != nil {
+		return nil, err
+	}
 	r := &run{l: l, spec: spec, lim: spec.Limits.WithDefaults(), pidfd: -1, childPid: make(chan int, 1), statusDone: make(chan struct{})}
 	r.w = launch.NewWatch(r.lim, func() { r.signalInit(unix.SIGTERM) }, r.kill, r.overDisk)
 	var files []*os.File
@@ -91,7 +95,7 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 		return nil, err
 	}
 
-	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: w}
+	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Init: initBin, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: w}
 	if err := r.makeDirs(&lay); err != nil {
 		return fail(err)
 	}

@@ -240,6 +240,25 @@ func TestNoBwrap(t *testing.T) {
 	}
 }
 
+// TestNoRunInit (F2, C4): anet-sandboxd without anet-runinit beside it starts nothing and
+// says so with no_run_init, which names the fix.
+func TestNoRunInit(t *testing.T) {
+	h := newHost(t)
+	dir := t.TempDir()
+	alone := filepath.Join(dir, "anet-sandboxd")
+	b, err := os.ReadFile(h.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := h.exec(alone, nil, "/bin/true")
+	if r.code != 125 || r.outcome.Code != "no_run_init" {
+		t.Fatalf("exec without anet-runinit beside it = code %d outcome %+v stderr %q, want 125 and no_run_init", r.code, r.outcome, r.stderr)
+	}
+}
+
 // TestWritablePlaces: a run writes only its home, tmp and work dir (and /dev/shm, memory); the
 // root, /dev, /run/anet and the system dirs are read-only (S3).
 func TestWritablePlaces(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// InitOptions configure `anet-sandboxd init`, pid 1 of a run (E1, S2).
+// InitOptions configure anet-runinit, pid 1 of a run (E1, S2).
 type InitOptions struct {
 	// Upstream is the run's endpoint and Port the loopback port relayed to it; a nil
 	// Upstream runs no relay.
@@ -31,7 +31,7 @@ type InitOptions struct {
 func Init(o InitOptions) int {
 	logf := func(format string, a ...any) {
 		if o.Stderr != nil {
-			fmt.Fprintf(o.Stderr, "anet-sandboxd init: "+format+"\n", a...)
+			fmt.Fprintf(o.Stderr, "run init: "+format+"\n", a...)
 		}
 	}
 	// Non-dumpable: the agent (same uid) cannot ptrace or read /proc/1/mem of init.
@@ -73,9 +73,11 @@ func Init(o InitOptions) int {
 		}
 		go Relay(ln, o.Upstream, logf)
 	}
-	proc, err := os.StartProcess(o.Argv[0], o.Argv, &os.ProcAttr{
+	// syscall.ForkExec, not os.StartProcess: init reaps by pid itself, and os's first start
+	// forks an extra child to test pidfd support, on every launch's path.
+	agent, err := syscall.ForkExec(o.Argv[0], o.Argv, &syscall.ProcAttr{
 		Env:   env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Files: []uintptr{0, 1, 2},
 		// Its own group, so a forwarded signal reaches the agent's pipeline, not init.
 		Sys: &syscall.SysProcAttr{Setpgid: true},
 	})
@@ -83,7 +85,6 @@ func Init(o InitOptions) int {
 		logf("start agent %s: %v", o.Argv[0], err)
 		return 127
 	}
-	agent := proc.Pid
 	for sig := range sigs {
 		if sig != syscall.SIGCHLD {
 			_ = syscall.Kill(-agent, sig.(syscall.Signal))

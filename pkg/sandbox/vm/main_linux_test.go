@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testharness.Main(m, testharness.Options{
-		Builds: []testharness.Build{{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"}},
+		Builds: []testharness.Build{{Name: "anet-sandboxd", Pkg: "./cmd/anet-sandboxd"}, testharness.RunInit},
 		Cgroup: true,
 	})
 }
