@@ -159,14 +159,19 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	// The probe a sandboxed start needs anyway (cached): it says whether limits hold here.
-	if p, err := l.Probe(ctx); err == nil {
-		if msg, refuse := limitsNotice(p, c.IsSet("memory"), c.IsSet("tasks")); refuse {
-			fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %s\n", msg)
-			return 2
-		} else if msg != "" {
-			fmt.Fprintf(os.Stderr, "anet-sandboxd exec: warning: %s\n", msg)
-		}
+	// Whether limits hold here, known without a sandbox of its own: with no probe kept, the
+	// run's start carries the probe (one sandbox per exec, S7).
+	var lim sandbox.CgroupLimits
+	if ll, ok := l.(interface {
+		Limits(context.Context) sandbox.CgroupLimits
+	}); ok {
+		lim = ll.Limits(ctx)
+	}
+	if msg, refuse := limitsNotice(lim, c.IsSet("memory"), c.IsSet("tasks")); refuse {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %s\n", msg)
+		return 2
+	} else if msg != "" {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: warning: %s\n", msg)
 	}
 	run, err := l.Start(ctx, spec, stdio)
 	if err != nil {
@@ -186,12 +191,12 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	return out.ExitCode
 }
 
-// limitsNotice says what a run without cgroup limits (S6) means for exec, from the probe: a
-// warning and the command that fixes it, or, when --memory or --tasks asked for a limit that
-// cannot be enforced here, a refusal: a limit the user asked for must not silently not exist.
-// A failed probe says nothing here (the start refuses with its reason).
-func limitsNotice(p sandbox.ProbeResult, memory, tasks bool) (msg string, refuse bool) {
-	if !p.OK || p.Limits == sandbox.CgroupFull {
+// limitsNotice says what a run without cgroup limits (S6) means for exec: a warning and the
+// command that fixes it, or, when --memory or --tasks asked for a limit that cannot be
+// enforced here, a refusal: a limit the user asked for must not silently not exist. Limits
+// not known ("": no sandbox here at all) say nothing (the start refuses with its reason).
+func limitsNotice(lim sandbox.CgroupLimits, memory, tasks bool) (msg string, refuse bool) {
+	if lim != sandbox.CgroupNone {
 		return "", false
 	}
 	fix := sandbox.LimitsFix(sandbox.ThisCgroupHost(os.Getenv))

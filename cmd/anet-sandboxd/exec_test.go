@@ -4,15 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 )
 
 // S6: without cgroup limits exec warns and names the fix; asked for --memory or --tasks it
-// refuses, since the limit would not exist. With full limits, or a failed probe (the start
+// refuses, since the limit would not exist. With full limits, or none known (the start
 // refuses with its own reason), it says nothing.
 func TestLimitsNotice(t *testing.T) {
-	none := sandbox.ProbeResult{OK: true, Limits: sandbox.CgroupNone, Warnings: []reasons.Code{reasons.NoCgroupLimits}}
+	none := sandbox.CgroupNone
 	if msg, refuse := limitsNotice(none, false, false); refuse || !strings.Contains(msg, "no_cgroup_limits") || !strings.Contains(msg, "fix: ") {
 		t.Errorf("no limits, none asked: %q, refuse %v", msg, refuse)
 	}
@@ -21,9 +20,9 @@ func TestLimitsNotice(t *testing.T) {
 			t.Errorf("no limits, asked %v: %q, refuse %v", asked, msg, refuse)
 		}
 	}
-	for _, p := range []sandbox.ProbeResult{{OK: true, Limits: sandbox.CgroupFull}, sandbox.ProbeFailed(reasons.NoBwrap, "")} {
-		if msg, refuse := limitsNotice(p, true, true); msg != "" || refuse {
-			t.Errorf("%+v: %q, refuse %v", p, msg, refuse)
+	for _, lim := range []sandbox.CgroupLimits{sandbox.CgroupFull, ""} {
+		if msg, refuse := limitsNotice(lim, true, true); msg != "" || refuse {
+			t.Errorf("limits %q: %q, refuse %v", lim, msg, refuse)
 		}
 	}
 }

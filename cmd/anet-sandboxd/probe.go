@@ -22,6 +22,8 @@ func probeCommand() *cli.Command {
 		Usage: "check that sandboxed runs work on this host (S7's five properties)",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"},
+			// A backend whose runs cannot carry the checks in their init (pkg/sandbox/gate)
+			// probes with this as the program of a run of its own.
 			&cli.BoolFlag{Name: "inside", Hidden: true, Usage: "run the checks (inside the sandbox)"},
 			&cli.StringFlag{Name: "targets", Hidden: true, Usage: "canaries opened by the host side (JSON)"},
 		}, isolationFlags()...),

@@ -66,8 +66,8 @@ func TestRunInitLinksOnlyWhatRunsInside(t *testing.T) {
 	for _, tags := range [][]string{nil, {"anettest"}} {
 		t.Run(strings.Join(tags, ","), func(t *testing.T) {
 			d := deps(t, bin, tags...)
-			if !d["anet.dev/anet/pkg/sandbox/runinit"] {
-				t.Fatalf("go list -deps %s lacks runinit: the check would prove nothing", bin)
+			if !d["anet.dev/anet/pkg/sandbox/runinit"] || !d["anet.dev/anet/pkg/sandbox/gate"] {
+				t.Fatalf("go list -deps %s lacks runinit or gate: the check would prove nothing", bin)
 			}
 			for _, f := range []string{"testing", "net/http", "anet.dev/anet/pkg/keys", "anet.dev/anet/pkg/modelproxy",
 				"anet.dev/anet/pkg/store", "anet.dev/anet/pkg/sandbox/launch", "anet.dev/anet/pkg/sandbox/bwrap",

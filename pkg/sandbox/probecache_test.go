@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -42,4 +43,29 @@ func TestProbeCache(t *testing.T) {
 	now = now.Add(10 * time.Minute)
 	step("failing probe", "h1", 4, false)
 	step("failure not cached", "h1", 5, false)
+}
+
+// TestProbeCacheRecord (S7): a result taken outside Get (the probe folded into a run) is kept
+// like Get's when it passes, on disk too for the next process, and a failing one forgets the
+// configuration in both places.
+func TestProbeCacheRecord(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "probe")
+	now := time.Now().Round(0)
+	c := &ProbeCache{Dir: dir, Stamp: "s", Now: func() time.Time { return now }}
+	if _, ok := c.Cached("h"); ok {
+		t.Fatal("Cached on an empty cache = true")
+	}
+	if r := c.Record("h", ProbeResult{OK: true}); r.ConfigHash != "h" || !r.At.Equal(now) {
+		t.Fatalf("Record = %+v, want the hash and the cache's time stamped", r)
+	}
+	next := &ProbeCache{Dir: dir, Stamp: "s", Now: func() time.Time { return now }} // a new process
+	if r, ok := next.Cached("h"); !ok || !r.OK || !r.Cached {
+		t.Fatalf("Cached in the next process = %+v, %v; want the recorded pass", r, ok)
+	}
+	c.Record("h", ProbeResult{OK: false, Code: reasons.SeccompFailed})
+	for _, cc := range []*ProbeCache{c, {Dir: dir, Stamp: "s", Now: func() time.Time { return now }}} {
+		if _, ok := cc.Cached("h"); ok {
+			t.Fatal("Cached after a failing Record = true, want the configuration forgotten")
+		}
+	}
 }

@@ -43,6 +43,8 @@ type Layout struct {
 	BlockFD int
 	// Hostname is the run's own hostname.
 	Hostname string
+	// Gate are init's flags that fold the probe into the run (pkg/sandbox/gate), or none.
+	Gate []string
 	// Unsafe drops protections; only test builds (-tags anettest) ever set it.
 	Unsafe Weakening
 	// Wall is what a backend built on this one adds (StartWall); empty for an agent's run.
@@ -168,6 +170,7 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	if l.EnvFD >= 0 {
 		a = append(a, "--env-file", sandbox.SandboxEnvFile)
 	}
+	a = append(a, l.Gate...)
 	a = append(a, "--")
 	return append(a, spec.Argv...), nil
 }

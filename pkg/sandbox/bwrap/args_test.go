@@ -91,7 +91,8 @@ func TestArgsAlwaysHardened(t *testing.T) {
 }
 
 // TestArgsBindsSelfOnlyForItsOwnRuns: a run sees anet-sandboxd only when it is the run's
-// program (self-test's battery); every run gets its init (S3).
+// program (self-test's battery); every run gets its init, and the gate's flags go to init,
+// before the agent's argv (S3, S7).
 func TestArgsBindsSelfOnlyForItsOwnRuns(t *testing.T) {
 	binds := func(args []string, dst string) bool {
 		for i := 0; i+2 < len(args); i++ {
@@ -111,6 +112,7 @@ func TestArgsBindsSelfOnlyForItsOwnRuns(t *testing.T) {
 	s, l := goldenSpec(), goldenLayout()
 	s.Argv = []string{sandbox.SandboxSelf, "attack", "--json"}
 	l.AgentTree = ""
+	l.Gate = []string{"--gate", "8,9", "--gate-targets", "{}"}
 	if args, err = Args(s, l); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestArgsBindsSelfOnlyForItsOwnRuns(t *testing.T) {
 		t.Fatalf("a run of anet-sandboxd itself does not bind it: %q", args)
 	}
 	want := " -- " + sandbox.SandboxInit + " --endpoint " + sandbox.SandboxEndpoint + " --port 8080 --env-file " + sandbox.SandboxEnvFile +
-		" -- " + sandbox.SandboxSelf + " attack --json"
+		" --gate 8,9 --gate-targets {} -- " + sandbox.SandboxSelf + " attack --json"
 	if joined := strings.Join(args, " "); !strings.HasSuffix(joined, want) {
 		t.Fatalf("bwrap's argv %q, want it to end %q", joined, want)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
 
@@ -90,6 +91,15 @@ func New(cfg Config) (*Backend, error) {
 
 // Mechanism returns the limits mechanism in use.
 func (l *Backend) Mechanism() Mechanism { return l.mech }
+
+// Limits implements launch.Limited: a run gets the cgroup limits whenever there is a
+// mechanism; a run whose limits cannot then be set or read back does not start (S6).
+func (l *Backend) Limits() sandbox.CgroupLimits {
+	if l.mech.Mode == LimitsNone {
+		return sandbox.CgroupNone
+	}
+	return sandbox.CgroupFull
+}
 
 // bwrapPath resolves bubblewrap or returns no_bwrap.
 func (l *Backend) bwrapPath() (string, error) {

@@ -2,11 +2,17 @@ package bwrap
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
-	"anet.dev/anet/pkg/sandbox/attack"
+	"anet.dev/anet/pkg/sandbox/gate"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
 
@@ -38,12 +44,85 @@ func (l *Backend) ConfigHash() (string, error) {
 	return sandbox.ConfigHash(parts...), nil
 }
 
-// Probe implements launch.Backend: the S7 checks, run now in a sandbox built exactly like a
-// run's (launch.RunProbe opens the canaries and judges the checks).
-func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
+// StartProbed implements launch.Probed: spec's run, whose init runs the probe's checks (S7)
+// in the run's own sandbox before the agent; the agent starts only when they passed and
+// release is true (P2). A failing probe ends the run before its agent ever started, and
+// returns no run. Either way the result is the probe's.
+func (l *Backend) StartProbed(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, release bool) (launch.Run, sandbox.ProbeResult) {
 	var warn []reasons.Code
 	if l.mech.Mode == LimitsNone {
 		warn = append(warn, reasons.NoCgroupLimits)
 	}
-	return launch.RunProbe(ctx, l.Start, attack.ProbeTargets{}, warn)
+	failed := func(code reasons.Code, detail string) (launch.Run, sandbox.ProbeResult) {
+		res := sandbox.ProbeFailed(code, detail)
+		res.Warnings = warn
+		return nil, res
+	}
+	g, err := gate.Open(spec.Port)
+	if err != nil {
+		return failed(reasons.SandboxStartFailed, err.Error())
+	}
+	defer g.Close()
+	r, err := l.start(ctx, spec, stdio, Wall{}, g)
+	if err != nil {
+		return failed(sandbox.CodeOf(err), err.Error())
+	}
+	checks, err := g.Await(ctx, r.w.Done())
+	if err != nil {
+		r.Kill()
+		out := r.Wait()
+		if out.Err != nil {
+			return failed(sandbox.CodeOf(out.Err), out.Err.Error())
+		}
+		return failed(reasons.SandboxStartFailed, fmt.Sprintf("%v (exit %d): %s", err, out.ExitCode, launch.LastLine(r.stderr.String())))
+	}
+	res := g.Judge(checks)
+	res.Limits, res.Warnings = r.cgroup, warn
+	if res.Limits != sandbox.CgroupFull && !slices.Contains(res.Warnings, reasons.NoCgroupLimits) {
+		res.Warnings = append(res.Warnings, reasons.NoCgroupLimits)
+	}
+	if res.OK && release {
+		if err := g.Release(); err != nil {
+			r.Kill()
+			r.Wait()
+			return failed(reasons.SandboxStartFailed, err.Error())
+		}
+		return r, res
+	}
+	g.Refuse()
+	if !res.OK {
+		r.Kill()
+	}
+	r.Wait()
+	return nil, res
+}
+
+// probePort is the loopback port the probe's run relays to its endpoint, as runs are given
+// one (any port of the run's own namespace would do).
+const probePort = 8080
+
+// Probe implements launch.Backend: the S7 checks, run now by the init of a run built exactly
+// like an agent's, whose agent is never started.
+func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
+	dir, err := launch.ShortTempDir("anet-probe-")
+	if err != nil {
+		return sandbox.ProbeResult{}, fmt.Errorf("probe: %w", err)
+	}
+	defer linksafe.RemovePath(dir)
+	// A run has an endpoint; the probe's answers nothing (the checks use the gate's streams).
+	ep, err := net.Listen("unix", filepath.Join(dir, "endpoint.sock"))
+	if err != nil {
+		return sandbox.ProbeResult{}, fmt.Errorf("probe: endpoint: %w", err)
+	}
+	defer ep.Close()
+	go launch.DrainListener(ep)
+	spec := sandbox.Spec{
+		ID: launch.RandomName("probe-", 6), Mode: sandbox.ModeSandbox,
+		Argv:     []string{sandbox.SandboxInit}, // never started
+		RunRoot:  dir,
+		Endpoint: ep.Addr().String(), Port: probePort,
+		Limits: sandbox.Limits{WallClock: gate.Timeout, Grace: time.Second},
+	}
+	_, res := l.StartProbed(ctx, spec, sandbox.Stdio{}, false)
+	return res, nil
 }

@@ -19,6 +19,7 @@ import (
 	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/gate"
 	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/memfd"
 	"anet.dev/anet/pkg/sandbox/seccomp"
@@ -42,8 +43,9 @@ type run struct {
 	stderr *launch.Tail
 	w      *launch.Watch
 
-	childPid   chan int      // init's host pid, from --json-status-fd
-	statusDone chan struct{} // closed when bwrap's status pipe reached EOF
+	cgroup     sandbox.CgroupLimits // whether the cgroup limits are in force; set by start
+	childPid   chan int             // init's host pid, from --json-status-fd
+	statusDone chan struct{}        // closed when bwrap's status pipe reached EOF
 
 	mu       sync.Mutex // guards the fields below
 	exitCode int
@@ -56,7 +58,7 @@ type run struct {
 // Start implements launch.Backend: it applies spec (link-safe dirs, seccomp memfds, cgroup
 // limits), then bwrap → init → agent. bwrap's child waits on --block-fd until confine has
 // applied the rlimits and cgroups, so every limit is in place before any sandbox code runs.
-// The probe gate is the Launcher's (pkg/sandbox/launch); the probe's own run starts here too.
+// The probe gate is the Launcher's (pkg/sandbox/launch), or the run's own (StartProbed).
 func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
 	return l.StartWall(ctx, spec, stdio, Wall{})
 }
@@ -65,6 +67,16 @@ func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 // agent (the vm backend's QEMU, V1). Like Start it does not look at the probe: the vm
 // backend's own probe, which the Launcher gates on, includes this backend's.
 func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, w Wall) (launch.Run, error) {
+	r, err := l.start(ctx, spec, stdio, w, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// start is StartWall; with g, init runs the probe's checks first and starts the agent only
+// when g releases it (pkg/sandbox/gate).
+func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, w Wall, g *gate.Host) (*run, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -87,7 +99,7 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 			f.Close()
 		}
 	}
-	fail := func(err error) (launch.Run, error) {
+	fail := func(err error) (*run, error) {
 		closeFiles()
 		r.leaf.kill()
 		r.leaf.remove()
@@ -150,6 +162,11 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	defer blockW.Close() // releases (or, after a failure, ends) a child still waiting
 	lay.BlockFD = fdSeccomp0 + len(files)
 	files = append(files, blockR)
+	if g != nil {
+		ctl := fdSeccomp0 + len(files)
+		lay.Gate = g.Args(ctl, ctl+1)
+		files = append(files, g.Files()...)
+	}
 
 	args, err := Args(spec, lay)
 	if err != nil {
@@ -213,7 +230,7 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	if r.setupErr == nil {
 		_, _ = blockW.Write([]byte{1}) // the sandbox child may now exec init
 	}
-	r.outcome.Cgroup = cgroup
+	r.outcome.Cgroup, r.cgroup = cgroup, cgroup
 	l.cfg.Log.Info("run started", "id", spec.ID, "mode", spec.Mode, "limits", l.mech.Mode, "cgroup", cgroup, "argv0", prog)
 
 	go r.watch(ctx)

@@ -42,6 +42,22 @@ type SelfTester interface {
 	SelfTest(ctx context.Context, o SelfTestOptions) ([]check.Check, error)
 }
 
+// Probed is a backend that can fold the probe into a run, so a launch with no passing probe
+// cached still builds one sandbox (S7, P2): StartProbed starts spec's run, whose own init runs
+// the probe's checks in the run's sandbox before the agent, and returns once they have been
+// judged. With a passing result and release, the run's agent has been released and the run is
+// returned; otherwise the run has ended without its agent ever starting, and no run is
+// returned. A backend without it is probed in a sandbox of its own first.
+type Probed interface {
+	StartProbed(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, release bool) (Run, sandbox.ProbeResult)
+}
+
+// Limited is a backend that knows, before any run, whether its runs get the cgroup limits
+// (S6): what a passing probe of it would say.
+type Limited interface {
+	Limits() sandbox.CgroupLimits
+}
+
 // Run is a started run of a backend or a direct run.
 type Run interface {
 	sandbox.Run

@@ -54,8 +54,9 @@ func HostSystemDirs() []SystemDir {
 // and the argv[0] to use inside: the realpath of the program, which must then lie in a
 // system dir or in the exposed tree. The tree passes CheckAgentTree.
 func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) {
-	if spec.Argv[0] == sandbox.SandboxSelf {
-		return "", sandbox.SandboxSelf, nil // the launcher's own binary, always there
+	switch spec.Argv[0] {
+	case sandbox.SandboxSelf, sandbox.SandboxInit:
+		return "", spec.Argv[0], nil // anet-sandboxd or the run's init: the backend binds it there
 	}
 	prog, err = filepath.EvalSymlinks(spec.Argv[0])
 	if err != nil {

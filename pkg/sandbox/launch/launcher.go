@@ -97,29 +97,91 @@ func (l *Launcher) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	if err != nil || !res.OK || !res.Cached {
 		return res, err
 	}
-	if a, ok := l.backend.(ProbeAdopter); ok {
-		if aerr := a.AdoptProbe(res); aerr != nil {
-			l.log.Info("cached probe result not usable here; probing again", "backend", l.name, "reason", aerr)
-			l.cache.Drop()
-			return l.cache.Get(ctx, hash, l.backend.Probe)
-		}
+	if !l.adopt(res) {
+		return l.cache.Get(ctx, hash, l.backend.Probe)
 	}
 	return res, nil
+}
+
+// adopt hands a cached pass to a backend that keeps what its probe chose (ProbeAdopter) and
+// reports whether this process may use it; one it cannot use is dropped from the cache.
+func (l *Launcher) adopt(res sandbox.ProbeResult) bool {
+	a, ok := l.backend.(ProbeAdopter)
+	if !ok {
+		return true
+	}
+	if err := a.AdoptProbe(res); err != nil {
+		l.log.Info("cached probe result not usable here; probing again", "backend", l.name, "reason", err)
+		l.cache.Drop()
+		return false
+	}
+	return true
+}
+
+// cachedPass is the kept passing probe of hash this process can use (adopt), if any.
+func (l *Launcher) cachedPass(hash string) (sandbox.ProbeResult, bool) {
+	r, ok := l.cache.Cached(hash)
+	if !ok || !l.adopt(r) {
+		return sandbox.ProbeResult{}, false
+	}
+	return r, true
 }
 
 func noBackend() sandbox.ProbeResult {
 	return sandbox.ProbeFailed(reasons.PlatformUnsupport, "no sandbox backend for "+runtime.GOOS+"/"+runtime.GOARCH+" in this build")
 }
 
+// Limits says whether a sandboxed run started now gets the cgroup limits (S6), building no
+// sandbox when it can: a kept passing probe's answer, else the backend's own (Limited), else
+// a probe's. "" when it cannot be known: no backend, or a failed probe (a start then refuses
+// with its reason).
+func (l *Launcher) Limits(ctx context.Context) sandbox.CgroupLimits {
+	if l.backend == nil {
+		return ""
+	}
+	hash, err := l.backend.ConfigHash()
+	if err != nil {
+		return ""
+	}
+	if r, ok := l.cachedPass(hash); ok {
+		return r.Limits
+	}
+	if b, ok := l.backend.(Limited); ok {
+		return b.Limits()
+	}
+	if r, err := l.Probe(ctx); err == nil && r.OK {
+		return r.Limits
+	}
+	return ""
+}
+
 // Start implements sandbox.Launcher. A direct run (P4) starts here; a sandboxed run starts
-// only after a passing probe, fresh or cached (S7): a failed probe is returned as its
-// *reasons.Error and nothing starts.
+// only after a passing probe (S7): a cached one, or else the probe's checks run by the run's
+// own init before its agent when the backend can (Probed), or a probe of its own first. A
+// failed probe is returned as its *reasons.Error and no agent starts.
 func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
 	if spec.Mode == sandbox.ModeDirect {
 		return l.track(startDirect(ctx, spec, stdio))
+	}
+	if l.backend == nil {
+		return nil, noBackend().Err()
+	}
+	hash, err := l.backend.ConfigHash()
+	if err != nil {
+		return nil, sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()).Err()
+	}
+	if _, ok := l.cachedPass(hash); ok {
+		return l.startSandboxed(ctx, spec, stdio)
+	}
+	if p, ok := l.backend.(Probed); ok {
+		r, res := p.StartProbed(ctx, spec, stdio, true)
+		if res = l.cache.Record(hash, res); !res.OK {
+			return nil, res.Err()
+		}
+		return l.track(r, nil)
 	}
 	res, err := l.Probe(ctx)
 	if err != nil {

@@ -183,7 +183,7 @@ func (b *testBackend) Probe(context.Context) (sandbox.ProbeResult, error) {
 	if !b.probeOK {
 		return sandbox.ProbeFailed(reasons.NetnsFailed, "host_tcp: reachable"), nil
 	}
-	return sandbox.ProbeResult{OK: true, Checks: []check.Check{check.Pass("loopback", "S7", "")}}, nil
+	return sandbox.ProbeResult{OK: true, Limits: sandbox.CgroupFull, Checks: []check.Check{check.Pass("loopback", "S7", "")}}, nil
 }
 
 func (b *testBackend) ConfigHash() (string, error) { return "h", nil }
@@ -233,6 +233,45 @@ func TestProbeGate(t *testing.T) {
 	}
 	if b.starts.Load() != 2 || b.probes.Load() != 3 {
 		t.Fatalf("passing probe: %d starts, %d probes; want 2 and 3 (the pass is cached)", b.starts.Load(), b.probes.Load())
+	}
+}
+
+// limitedBackend knows its limits mechanism without a run (Limited).
+type limitedBackend struct {
+	*testBackend
+	lim sandbox.CgroupLimits
+}
+
+func (b limitedBackend) Limits() sandbox.CgroupLimits { return b.lim }
+
+// S6, S7: Limits answers without a sandbox of its own when it can: from a kept probe, else
+// from a backend that knows (Limited); only a backend that cannot say is probed; and a
+// failed probe says nothing ("").
+func TestLimitsWithoutAProbe(t *testing.T) {
+	lb := limitedBackend{&testBackend{probeOK: true}, sandbox.CgroupNone}
+	Register("limited", func(Options) (Backend, error) { return lb, nil })
+	t.Cleanup(func() {
+		registryMu.Lock()
+		defer registryMu.Unlock()
+		registry = registry[:len(registry)-1]
+	})
+	l := newLauncher(t, Options{})
+	if got := l.Limits(context.Background()); got != sandbox.CgroupNone || lb.probes.Load() != 0 {
+		t.Fatalf("Limited backend: Limits = %q after %d probes; want none and no probe", got, lb.probes.Load())
+	}
+
+	b := &testBackend{}
+	registerTestBackend(t, "test", b)
+	l = newLauncher(t, Options{Backend: "test"})
+	if got := l.Limits(context.Background()); got != "" || b.probes.Load() != 1 {
+		t.Fatalf("failing probe: Limits = %q after %d probes; want \"\" after one", got, b.probes.Load())
+	}
+	b.probeOK = true
+	if got := l.Limits(context.Background()); got != sandbox.CgroupFull || b.probes.Load() != 2 {
+		t.Fatalf("passing probe: Limits = %q after %d probes; want the probe's (full) after two", got, b.probes.Load())
+	}
+	if got := l.Limits(context.Background()); got != sandbox.CgroupFull || b.probes.Load() != 2 {
+		t.Fatalf("with a pass kept: Limits = %q after %d probes; want full and no new probe", got, b.probes.Load())
 	}
 }
 
@@ -302,6 +341,37 @@ func TestCachedProbeIsAdoptedS7(t *testing.T) {
 	b.adoptErr = errors.New("accelerator not allowed here")
 	if res, _ := newLauncher(t, Options{ProbeCacheDir: dir}).Probe(ctx); !res.OK || res.Cached || b.probes.Load() != 2 {
 		t.Fatalf("unusable cached pass %+v: %d probes; want a fresh probe", res, b.probes.Load())
+	}
+}
+
+// S7, S6: Start and Limits trust a cached pass only once the backend has adopted it, as
+// Probe does; one the backend cannot use is dropped and the start probes afresh.
+func TestStartAdoptsTheCachedPassS7(t *testing.T) {
+	b := &adoptingBackend{testBackend: testBackend{probeOK: true}}
+	Register("adopting-start", func(Options) (Backend, error) { return b, nil })
+	t.Cleanup(func() {
+		registryMu.Lock()
+		defer registryMu.Unlock()
+		registry = registry[:len(registry)-1]
+	})
+	dir := filepath.Join(t.TempDir(), "probe")
+	ctx := context.Background()
+	if res, _ := newLauncher(t, Options{Backend: "adopting-start", ProbeCacheDir: dir}).Probe(ctx); !res.OK || b.probes.Load() != 1 {
+		t.Fatalf("first probe %+v after %d probes", res, b.probes.Load())
+	}
+	spec := sandbox.Spec{ID: "a1", Mode: sandbox.ModeSandbox, Argv: []string{"/bin/true"}, RunRoot: t.TempDir()}
+	next := newLauncher(t, Options{Backend: "adopting-start", ProbeCacheDir: dir})
+	r, err := next.Start(ctx, spec, sandbox.Stdio{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Wait()
+	if b.probes.Load() != 1 || b.adopted.Load() != 1 || b.starts.Load() != 1 {
+		t.Fatalf("Start with a pass cached by another process: %d probes, %d adopted, %d starts; want 1, 1, 1", b.probes.Load(), b.adopted.Load(), b.starts.Load())
+	}
+	b.adoptErr = errors.New("accelerator not allowed here")
+	if lim := newLauncher(t, Options{Backend: "adopting-start", ProbeCacheDir: dir}).Limits(ctx); lim != sandbox.CgroupFull || b.probes.Load() != 2 {
+		t.Fatalf("Limits with an unusable cached pass = %q after %d probes; want a fresh probe's full", lim, b.probes.Load())
 	}
 }
 

@@ -106,7 +106,7 @@ type canaries struct {
 }
 
 func openCanaries() (*canaries, error) {
-	dir, err := shortTempDir("anet-probe-")
+	dir, err := ShortTempDir("anet-probe-")
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +156,9 @@ func openCanaries() (*canaries, error) {
 	return c, nil
 }
 
-// shortTempDir makes a 0700 temp dir whose path leaves room for a socket name (sun_path holds
-// 108 bytes): $XDG_RUNTIME_DIR, then the temp dir, then /tmp.
-func shortTempDir(prefix string) (string, error) {
+// ShortTempDir makes a 0700 temp dir whose path leaves room for a socket name (sun_path
+// holds 108 bytes): $XDG_RUNTIME_DIR, then the temp dir, then /tmp.
+func ShortTempDir(prefix string) (string, error) {
 	var last error
 	for _, base := range []string{os.Getenv("XDG_RUNTIME_DIR"), os.TempDir(), "/tmp"} {
 		if base == "" || len(base)+len(prefix)+40 > 100 {

@@ -22,7 +22,14 @@ type InitOptions struct {
 	Argv    []string
 	// Stderr receives init's own messages.
 	Stderr io.Writer
+	// Gate, when set, runs after the relay listens and before the agent starts: the agent
+	// starts only if it returns nil, otherwise Init returns ExitGated without starting it
+	// (the probe's checks folded into the run, S7, P2: pkg/sandbox/gate).
+	Gate func() error
 }
+
+// ExitGated is Init's status when Gate kept the agent from starting.
+const ExitGated = 125
 
 // Init is pid 1 inside the sandbox. It holds nothing the agent lacks (same uid, same seccomp
 // filter, same view) and enforces nothing: every rule is applied by the endpoint on the other
@@ -72,6 +79,12 @@ func Init(o InitOptions) int {
 			return 126
 		}
 		go Relay(ln, o.Upstream, logf)
+	}
+	if o.Gate != nil {
+		if err := o.Gate(); err != nil {
+			logf("agent not started: %v", err)
+			return ExitGated
+		}
 	}
 	// syscall.ForkExec, not os.StartProcess: init reaps by pid itself, and os's first start
 	// forks an extra child to test pidfd support, on every launch's path.

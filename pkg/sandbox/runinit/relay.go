@@ -51,7 +51,9 @@ func Relay(ln net.Listener, up Upstream, logf func(string, ...any)) {
 				time.Sleep(delay)
 				continue
 			}
-			logf("accept: %v", err)
+			if !errors.Is(err, net.ErrClosed) { // closing ln is how a relay is stopped
+				logf("accept: %v", err)
+			}
 			return
 		}
 		delay = 0
