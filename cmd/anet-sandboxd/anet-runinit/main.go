@@ -32,6 +32,7 @@ func run(args []string, stderr io.Writer) int {
 	endpoint := fs.String("endpoint", "", "endpoint `SOCK` the loopback port is relayed to")
 	port := fs.Int("port", 0, "loopback `PORT` relayed to the endpoint")
 	envFile := fs.String("env-file", "", "`FILE` of NUL-separated variables for the agent")
+	hold := fs.Int("hold", -1, "descriptor `FD` to read the launcher's release from before the agent starts")
 	gateFDs := fs.String(gate.FlagFDs, "", "`CTL,ECHO` descriptors: run the probe's checks before the agent")
 	gateTargets := fs.String(gate.FlagTargets, "", "what the probe's checks aim at (`JSON`)")
 	if err := fs.Parse(args); err != nil {
@@ -39,6 +40,9 @@ func run(args []string, stderr io.Writer) int {
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "anet-runinit: "+format+"\n", a...) }
 	o := runinit.InitOptions{Port: *port, EnvFile: *envFile, Argv: fs.Args(), Stderr: stderr}
+	if *hold >= 0 {
+		o.Hold = os.NewFile(uintptr(*hold), "anet-hold")
+	}
 	if *endpoint != "" {
 		o.Upstream = runinit.UnixSocket(*endpoint)
 	}

@@ -38,9 +38,9 @@ type Layout struct {
 	EnvFD int
 	// StatusFD is the child's fd for bwrap's --json-status-fd, or -1.
 	StatusFD int
-	// BlockFD is the child's fd bwrap's sandbox child waits on (--block-fd) until the
-	// launcher has applied rlimits and cgroups to it, or -1.
-	BlockFD int
+	// HoldFD is the child's fd init waits on (its --hold) before it starts the agent, until
+	// the launcher has applied rlimits and cgroups to it, or -1.
+	HoldFD int
 	// Hostname is the run's own hostname.
 	Hostname string
 	// Gate are init's flags that fold the probe into the run (pkg/sandbox/gate), or none.
@@ -152,9 +152,6 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	if l.StatusFD >= 0 {
 		a = append(a, "--json-status-fd", strconv.Itoa(l.StatusFD))
 	}
-	if l.BlockFD >= 0 {
-		a = append(a, "--block-fd", strconv.Itoa(l.BlockFD))
-	}
 	// The root and /dev are bwrap's tmpfs; once everything is mounted they go read-only too,
 	// so a run writes only its home, tmp and work dir (measured) and /dev/shm (its own tmpfs,
 	// charged to the run's memory limit).
@@ -169,6 +166,9 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	}
 	if l.EnvFD >= 0 {
 		a = append(a, "--env-file", sandbox.SandboxEnvFile)
+	}
+	if l.HoldFD >= 0 {
+		a = append(a, "--hold", strconv.Itoa(l.HoldFD))
 	}
 	a = append(a, l.Gate...)
 	a = append(a, "--")

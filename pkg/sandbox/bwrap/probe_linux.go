@@ -34,7 +34,7 @@ func (l *Backend) ConfigHash() (string, error) {
 	}
 	spec := sandbox.Spec{ID: "x", Mode: sandbox.ModeSandbox, Argv: []string{"/x"}, RunRoot: "/r", Endpoint: "/e", Port: 1}
 	lay := Layout{SystemDirs: launch.HostSystemDirs(), Home: "/h", Tmp: "/t", Work: "/w", Endpoint: "/e", Init: initBin, Self: l.cfg.Self,
-		SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, BlockFD: 7, Hostname: l.cfg.Hostname, Unsafe: l.unsafe}
+		SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, HoldFD: 7, Hostname: l.cfg.Hostname, Unsafe: l.unsafe}
 	args, err := Args(spec, lay)
 	if err != nil {
 		return "", err

@@ -22,6 +22,7 @@ import (
 	"anet.dev/anet/pkg/sandbox/gate"
 	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/memfd"
+	"anet.dev/anet/pkg/sandbox/runinit"
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
@@ -56,8 +57,10 @@ type run struct {
 }
 
 // Start implements launch.Backend: it applies spec (link-safe dirs, seccomp memfds, cgroup
-// limits), then bwrap → init → agent. bwrap's child waits on --block-fd until confine has
-// applied the rlimits and cgroups, so every limit is in place before any sandbox code runs.
+// limits), then bwrap → init → agent. init waits on its --hold fd until confine has applied
+// the rlimits and cgroups, so every limit is in place before the agent, or anything it
+// starts, exists; bwrap's set-up and init's start (our code) run meanwhile, so they overlap
+// the move into the cgroups, which waits for an RCU grace period of the kernel.
 // The probe gate is the Launcher's (pkg/sandbox/launch), or the run's own (StartProbed).
 func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
 	return l.StartWall(ctx, spec, stdio, Wall{})
@@ -107,7 +110,7 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		return nil, err
 	}
 
-	lay := Layout{EnvFD: -1, StatusFD: -1, BlockFD: -1, Hostname: l.cfg.Hostname, Init: initBin, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: w}
+	lay := Layout{EnvFD: -1, StatusFD: -1, HoldFD: -1, Hostname: l.cfg.Hostname, Init: initBin, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: w}
 	if err := r.makeDirs(&lay); err != nil {
 		return fail(err)
 	}
@@ -154,14 +157,14 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 	}
 	lay.StatusFD = fdSeccomp0 + len(files)
 	files = append(files, statusW)
-	blockR, blockW, err := os.Pipe()
+	holdR, holdW, err := os.Pipe()
 	if err != nil {
 		statusR.Close()
-		return fail(fmt.Errorf("start %s: block pipe: %w", spec.ID, err))
+		return fail(fmt.Errorf("start %s: hold pipe: %w", spec.ID, err))
 	}
-	defer blockW.Close() // releases (or, after a failure, ends) a child still waiting
-	lay.BlockFD = fdSeccomp0 + len(files)
-	files = append(files, blockR)
+	defer holdW.Close() // unwritten, it ends an init still waiting without an agent
+	lay.HoldFD = fdSeccomp0 + len(files)
+	files = append(files, holdR)
 	if g != nil {
 		ctl := fdSeccomp0 + len(files)
 		lay.Gate = g.Args(ctl, ctl+1)
@@ -228,7 +231,7 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		}
 	}
 	if r.setupErr == nil {
-		_, _ = blockW.Write([]byte{1}) // the sandbox child may now exec init
+		_, _ = holdW.Write([]byte{runinit.Release}) // init may now start the agent
 	}
 	r.outcome.Cgroup, r.cgroup = cgroup, cgroup
 	l.cfg.Log.Info("run started", "id", spec.ID, "mode", spec.Mode, "limits", l.mech.Mode, "cgroup", cgroup, "argv0", prog)
@@ -237,11 +240,11 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 	return r, nil
 }
 
-// confine applies what must be in place before any sandbox code runs. bwrap's child (pid 1
-// of the run, still bwrap) waits on --block-fd after reporting its pid; from outside we set
-// its RLIMIT_CORE (0) and RLIMIT_FSIZE and move it into the run's cgroups, so init, the
-// agent and everything they fork inherit them. A child that died meanwhile is not an error
-// here: bwrap reports its own failure.
+// confine applies what must be in place before the agent starts. bwrap's child (pid 1 of the
+// run: bwrap, then init) reports its pid; from outside we set its RLIMIT_CORE (0) and
+// RLIMIT_FSIZE and move it, with all its threads, into the run's cgroups, so the agent and
+// everything it forks inherit them: init forks nothing before its hold is released. A child
+// that died meanwhile is not an error here: bwrap reports its own failure.
 func (r *run) confine() error {
 	var pid int
 	select {

@@ -22,14 +22,21 @@ type InitOptions struct {
 	Argv    []string
 	// Stderr receives init's own messages.
 	Stderr io.Writer
+	// Hold, when set, is read before the agent starts, after Gate: the agent starts only on
+	// the byte Release, which the launcher writes once the run's limits are in force (S6);
+	// anything else, or its end, ends init without an agent.
+	Hold io.ReadCloser
 	// Gate, when set, runs after the relay listens and before the agent starts: the agent
 	// starts only if it returns nil, otherwise Init returns ExitGated without starting it
 	// (the probe's checks folded into the run, S7, P2: pkg/sandbox/gate).
 	Gate func() error
 }
 
-// ExitGated is Init's status when Gate kept the agent from starting.
+// ExitGated is Init's status when Gate or Hold kept the agent from starting.
 const ExitGated = 125
+
+// Release is the byte on Hold that lets init start the agent.
+const Release byte = 1
 
 // Init is pid 1 inside the sandbox. It holds nothing the agent lacks (same uid, same seccomp
 // filter, same view) and enforces nothing: every rule is applied by the endpoint on the other
@@ -83,6 +90,15 @@ func Init(o InitOptions) int {
 	if o.Gate != nil {
 		if err := o.Gate(); err != nil {
 			logf("agent not started: %v", err)
+			return ExitGated
+		}
+	}
+	if o.Hold != nil {
+		b := make([]byte, 1)
+		_, err := io.ReadFull(o.Hold, b)
+		o.Hold.Close()
+		if err != nil || b[0] != Release {
+			logf("agent not started: the launcher did not release it (%v)", err)
 			return ExitGated
 		}
 	}
