@@ -4,10 +4,11 @@
 // the launcher, which judges them, releases it (P2). A probe on its own is the same run with an
 // agent that is never released.
 //
-// Host is the launcher's side: the canaries the checks aim at (a TCP listener on the host's
-// loopback, an abstract unix socket in the host's network namespace), and two stream
-// socketpairs whose other ends init inherits: the control stream and the echo stream. Inside
-// is init's side (runinit.InitOptions.Gate).
+// Host is the launcher's side: the canaries the checks aim at (Canaries: a TCP listener on the
+// host's loopback, an abstract unix socket in the host's network namespace, and their
+// verdict, which launch.RunProbe uses too), and two stream socketpairs whose other ends init
+// inherits: the control stream and the echo stream. Inside is init's side
+// (runinit.InitOptions.Gate).
 //
 // On the control stream init writes the checks (pkg/check, one JSON array and a newline) and
 // then waits for one byte: Release starts the agent; anything else, or the stream's end, keeps

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"anet.dev/anet/pkg/check"
-	"anet.dev/anet/pkg/reasons"
-	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/attack"
 )
 
@@ -26,11 +23,8 @@ import (
 // init (Args says where), then Await init's checks, Judge them and Release or Refuse; Close
 // ends it all.
 type Host struct {
+	*Canaries
 	targets attack.ProbeTargets
-
-	tcp     net.Listener // the host canary on 127.0.0.1
-	tcpHits atomic.Int64
-	abs     net.Listener // the host canary in the host's abstract namespace
 
 	ctl, echo net.Conn    // the host's ends of the two streams
 	child     []*os.File  // init's ends: control, echo
@@ -46,24 +40,9 @@ func Open(runPort int) (_ *Host, err error) {
 			h.Close()
 		}
 	}()
-	if h.tcp, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("gate: tcp canary: %w", err)
+	if h.Canaries, err = OpenCanaries(); err != nil {
+		return nil, err
 	}
-	go func() {
-		for {
-			c, err := h.tcp.Accept()
-			if err != nil {
-				return
-			}
-			h.tcpHits.Add(1)
-			c.Close()
-		}
-	}()
-	name := "anet-probe-" + randomHex(12)
-	if h.abs, err = net.Listen("unix", "@"+name); err != nil {
-		return nil, fmt.Errorf("gate: abstract canary: %w", err)
-	}
-	go drain(h.abs)
 	for _, s := range []struct {
 		host  *net.Conn
 		child string
@@ -76,7 +55,8 @@ func Open(runPort int) (_ *Host, err error) {
 		h.child = append(h.child, f)
 	}
 	go echoLine(h.echo)
-	h.targets = attack.ProbeTargets{HostPort: h.tcp.Addr().(*net.TCPAddr).Port, Abstract: name, RelayPort: relayPort(randomUint16(), runPort)}
+	h.targets.RelayPort = RelayPort(runPort)
+	h.Aim(&h.targets)
 	return h, nil
 }
 
@@ -135,31 +115,6 @@ func (h *Host) Await(ctx context.Context, ended <-chan struct{}) ([]check.Check,
 	}
 }
 
-// Judge is the launcher's verdict on checks: it passes only if every check passed and nothing
-// reached the host canary. A failed check gets the code of its property, whatever init wrote
-// (F2); the first failure is the result's code and detail. Limits and warnings are the
-// caller's to fill in.
-func (h *Host) Judge(checks []check.Check) sandbox.ProbeResult {
-	res := sandbox.ProbeResult{At: time.Now(), Checks: checks}
-	if n := h.tcpHits.Load(); n > 0 {
-		res.Checks = append(res.Checks, check.Fail("host_tcp_canary", "S2", reasons.NetnsFailed,
-			fmt.Sprintf("the host canary listener accepted %d connection(s) from the sandbox", n)))
-	}
-	res.OK = true
-	for i, c := range res.Checks {
-		if c.OK {
-			continue
-		}
-		c.Code = attack.ProbeCheckCode(c.Name)
-		res.Checks[i] = c
-		res.OK = false
-		if res.Code == "" {
-			res.Code, res.Detail = c.Code, c.Name+": "+c.Detail
-		}
-	}
-	return res
-}
-
 // Release tells init to start the agent.
 func (h *Host) Release() error {
 	if _, err := h.ctl.Write([]byte{release}); err != nil {
@@ -177,10 +132,8 @@ func (h *Host) Close() {
 	if h.closed.Swap(true) {
 		return
 	}
-	for _, ln := range []net.Listener{h.tcp, h.abs} {
-		if ln != nil {
-			ln.Close()
-		}
+	if h.Canaries != nil {
+		h.Canaries.Close()
 	}
 	for _, c := range []net.Conn{h.ctl, h.echo} {
 		if c != nil {
@@ -219,21 +172,9 @@ func echoLine(c net.Conn) {
 	}
 }
 
-func drain(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		c.Close()
-	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
+// RelayPort picks the port the loopback check's relay listens on in a run whose own relay
+// listens on runPort (0 for none).
+func RelayPort(runPort int) int { return relayPort(randomUint16(), runPort) }
 
 // relayPort picks the check's relay port from r: any port of the run's own loopback but the
 // run's (init listens there already, and the check would then fail for nothing).

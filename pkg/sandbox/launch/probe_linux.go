@@ -4,21 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"time"
 
-	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/attack"
+	"anet.dev/anet/pkg/sandbox/gate"
 )
 
 // ProbeCommand is the subcommand the probe runs inside the sandbox: `anet-sandboxd probe
@@ -41,8 +39,9 @@ func RunProbe(ctx context.Context, start StartFunc, targets attack.ProbeTargets,
 		return res, fmt.Errorf("probe: %w", err)
 	}
 	defer can.close()
-	relayPort := 47000 + int(randUint16()%2000)
-	targets.HostPort, targets.Abstract, targets.RelayPort = can.tcpPort, can.abstract, relayPort
+	relayPort := gate.RelayPort(0)
+	can.Aim(&targets)
+	targets.RelayPort = relayPort
 	tj, _ := json.Marshal(targets)
 
 	id := RandomName("probe-", 6)
@@ -71,36 +70,19 @@ func RunProbe(ctx context.Context, start StartFunc, targets attack.ProbeTargets,
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res.Checks); err != nil || len(res.Checks) == 0 {
 		return fail(reasons.SandboxStartFailed, fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, LastLine(stderr.String())))
 	}
-	if n := can.tcpHits.Load(); n > 0 {
-		res.Checks = append(res.Checks, check.Fail("host_tcp_canary", "S2", reasons.NetnsFailed,
-			fmt.Sprintf("the host canary listener accepted %d connection(s) from the sandbox", n)))
-	}
-	res.OK = true
-	for i, c := range res.Checks {
-		if !c.OK {
-			// The code is the host's verdict, whatever the sandbox side wrote.
-			c.Code = attack.ProbeCheckCode(c.Name)
-			res.Checks[i] = c
-			res.OK = false
-			if res.Code == "" {
-				res.Code = c.Code
-				res.Detail = c.Name + ": " + c.Detail
-			}
-		}
-	}
+	// The verdict is the host's, whatever the sandbox side wrote.
+	v := can.Judge(res.Checks)
+	res.Checks, res.OK, res.Code, res.Detail = v.Checks, v.OK, v.Code, v.Detail
 	if res.Limits != sandbox.CgroupFull && !slices.Contains(res.Warnings, reasons.NoCgroupLimits) {
 		res.Warnings = append(res.Warnings, reasons.NoCgroupLimits)
 	}
 	return res, nil
 }
 
+// canaries are the host checks' (gate.Canaries) and the probe run's own dir and echo endpoint.
 type canaries struct {
+	*gate.Canaries
 	dir      string
-	tcp      net.Listener
-	tcpPort  int
-	tcpHits  atomic.Int64
-	abs      net.Listener
-	abstract string
 	ep       net.Listener
 	endpoint string
 }
@@ -111,27 +93,10 @@ func openCanaries() (*canaries, error) {
 		return nil, err
 	}
 	c := &canaries{dir: dir}
-	if c.tcp, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if c.Canaries, err = gate.OpenCanaries(); err != nil {
 		c.close()
-		return nil, fmt.Errorf("tcp canary: %w", err)
+		return nil, err
 	}
-	c.tcpPort = c.tcp.Addr().(*net.TCPAddr).Port
-	go func() {
-		for {
-			conn, err := c.tcp.Accept()
-			if err != nil {
-				return
-			}
-			c.tcpHits.Add(1)
-			conn.Close()
-		}
-	}()
-	c.abstract = RandomName("anet-probe-", 12)
-	if c.abs, err = net.Listen("unix", "@"+c.abstract); err != nil {
-		c.close()
-		return nil, fmt.Errorf("abstract canary: %w", err)
-	}
-	go DrainListener(c.abs)
 	c.endpoint = filepath.Join(dir, "endpoint.sock")
 	if c.ep, err = net.Listen("unix", c.endpoint); err != nil {
 		c.close()
@@ -177,16 +142,11 @@ func ShortTempDir(prefix string) (string, error) {
 }
 
 func (c *canaries) close() {
-	for _, ln := range []net.Listener{c.tcp, c.abs, c.ep} {
-		if ln != nil {
-			ln.Close()
-		}
+	if c.Canaries != nil {
+		c.Canaries.Close()
+	}
+	if c.ep != nil {
+		c.ep.Close()
 	}
 	_ = linksafe.RemovePath(c.dir)
-}
-
-func randUint16() uint16 {
-	b := make([]byte, 2)
-	_, _ = rand.Read(b)
-	return uint16(b[0])<<8 | uint16(b[1])
 }
