@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"strconv"
+	"regexp"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -84,7 +84,7 @@ func splitCommandArgs(cmdFlags, appFlags []cli.Flag, args []string) (flags, glob
 			}
 		}
 		if f == nil {
-			if strings.HasPrefix(a, "-") && a != "-" && !isNumber(a) {
+			if looksLikeFlag(a) {
 				// An unknown flag: leave it where the parser reports it, with its name.
 				flags = append(flags, a)
 				continue
@@ -121,11 +121,11 @@ func lookupFlag(flags []cli.Flag, arg string) (cli.Flag, bool) {
 	return nil, false
 }
 
-// isNumber reports a negative number ("-1"): a value, not a flag.
-func isNumber(a string) bool {
-	_, err := strconv.ParseFloat(a, 64)
-	return err == nil
-}
+// flagShaped is what an unknown flag looks like: a dash or two, a name, perhaps "=value".
+// Anything else that starts with a dash ("-1", "- a list item", "-") is text.
+var flagShaped = regexp.MustCompile(`^--?[A-Za-z][A-Za-z0-9_-]*(=|$)`)
+
+func looksLikeFlag(a string) bool { return flagShaped.MatchString(a) }
 
 func takesValue(f cli.Flag) bool {
 	if d, ok := f.(cli.DocGenerationFlag); ok {

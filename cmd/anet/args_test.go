@@ -30,6 +30,8 @@ func TestInterspersed(t *testing.T) {
 		{[]string{"anet", "evidence", "show", "--kind", "x", "--bogus"}, []string{"anet", "evidence", "show", "--kind", "x", "--bogus"}},
 		{[]string{"anet", "stauts", "--json"}, []string{"anet", "stauts", "--json"}},
 		{[]string{"anet", "config", "set", "auto_reply.sandbox.runs_per_day", "-1"}, []string{"anet", "config", "set", "auto_reply.sandbox.runs_per_day", "-1"}},
+		{[]string{"anet", "reply", "ID", "- buy milk"}, []string{"anet", "reply", "ID", "- buy milk"}},
+		{[]string{"anet", "reply", "ID", "-- not a flag either"}, []string{"anet", "reply", "ID", "-- not a flag either"}},
 		{[]string{"anet"}, []string{"anet"}},
 	} {
 		if got := interspersed(testApp(), tc.in); !slices.Equal(got, tc.want) {

@@ -29,6 +29,8 @@ func TestShowRendersPeerTextSafely(t *testing.T) {
 		Interaction: "ix-1", Peer: "an\x1b[31mpeer", Direction: "in", State: "answered", Text: hostile,
 		SentAt: at, Answer: &control.Answer{Type: "reply", Text: "line1\n" + hostile, At: at},
 		Delivery: []control.Delivery{{MsgID: "m-1", Type: "reply", State: "failed", LastError: "dial: \x1b[2J"}},
+		Runs:     []control.Run{{Run: "r\x1b[1m", Route: "sandbox", At: at, Metered: true, Model: "m\x07"}},
+		RunLogs:  []control.RunLog{{Run: "r\x1b[1m", Text: hostile}},
 	}
 	var b bytes.Buffer
 	printInteraction(&b, it)
@@ -40,6 +42,8 @@ func TestShowRendersPeerTextSafely(t *testing.T) {
 		"task (" + at.Local().Format(time.RFC3339) + "):\n" + wantTask,
 		"reply (" + at.Local().Format(time.RFC3339) + "):\n  | line1\n" + wantTask,
 		"last error: dial: \\x1b[2J\n",
+		"run r\\x1b[1m (sandbox, not counted, " + at.Local().Format(time.RFC3339) + "): model m\\x07;",
+		"log of run r\\x1b[1m:\n" + wantTask,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("anet show output lacks %q:\n%s", want, out)

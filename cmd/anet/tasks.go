@@ -185,7 +185,7 @@ func printInteraction(w io.Writer, it control.Interaction) {
 		}
 	}
 	for _, r := range it.Runs {
-		fmt.Println(runLine(r))
+		fmt.Fprintln(w, runLine(r))
 	}
 	for _, d := range it.Delivery {
 		line := fmt.Sprintf("delivery of %s %s: %s after %d attempt(s)", l(d.Type), l(d.MsgID), l(d.State), d.Attempts)
@@ -255,13 +255,14 @@ func runLine(r control.Run) string {
 	if r.Counted {
 		counted = "counted"
 	}
-	line := fmt.Sprintf("run %s (%s, %s, %s)", r.Run, r.Route, counted, r.At.Local().Format(time.RFC3339))
+	l := termsafe.Line
+	line := fmt.Sprintf("run %s (%s, %s, %s)", l(r.Run), l(r.Route), counted, r.At.Local().Format(time.RFC3339))
 	if !r.Metered {
 		return line + ": not metered (its model calls did not go through the node)"
 	}
 	t := r.Tokens
 	line += fmt.Sprintf(": model %s; tokens %d input, %d output (%d reasoning), %d cache write, %d cache read; cost %s",
-		r.Model, t.Input, t.Output, t.Reasoning, t.CacheWrite, t.CacheRead, r.Cost)
+		l(r.Model), t.Input, t.Output, t.Reasoning, t.CacheWrite, t.CacheRead, r.Cost)
 	if r.UsageMissing > 0 {
 		line += fmt.Sprintf(" (%d response(s) without usage charged the estimate)", r.UsageMissing)
 	}

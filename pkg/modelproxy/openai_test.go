@@ -175,6 +175,8 @@ func TestUpstreamForE10(t *testing.T) {
 		{"opencode", "", "", "no_api_base"},
 		{"hermes", "https://llm.example.com/v1", "llm.example.com", ""},
 		{"openclaw", "https://llm.example.com:8443", "llm.example.com:8443", ""},
+		{"opencode", "https://[2001:db8::1]/v1", "[2001:db8::1]", ""},
+		{"opencode", "https://[2001:DB8::1]:8443/v1", "[2001:db8::1]:8443", ""},
 		{"opencode", "http://llm.example.com", "", "api_base_invalid"},
 		{"opencode", "http://127.0.0.1:8080", "", "api_base_invalid"},
 		{"claude", "https://API.Anthropic.com/v1", "api.anthropic.com", ""},

@@ -14,7 +14,7 @@ import (
 // diskWarning is the disk_low warning of `anet status` (N1): free space where the store
 // lives is below intake.disk_free_min, so strangers' messages are being refused.
 func (n *Node) diskWarning() (control.Warning, bool) {
-	floor := n.cfg.Intake.DiskFreeMin
+	floor := n.config().Intake.DiskFreeMin
 	if floor <= 0 {
 		return control.Warning{}, false
 	}

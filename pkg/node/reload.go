@@ -24,13 +24,37 @@ func init() {
 }
 
 // restartOnly are settings a reload reads but cannot apply: the peer listener's address is
-// bound once, and the keys file's path is what anet-egress is restarted with if it dies.
+// bound once, the keys file's path is what anet-egress is restarted with if it dies, intake's
+// quotas are handed to the peer listener at start, and the sandbox tier is anet-sandboxd's
+// argv (LauncherArgs).
 var restartOnly = []struct {
 	key     string
 	changed func(old, new config.Config) bool
 }{
 	{"listen", func(o, n config.Config) bool { return o.Listen != n.Listen }},
 	{"keys_file", func(o, n config.Config) bool { return o.KeysFile != n.KeysFile }},
+	{"intake", func(o, n config.Config) bool { return o.Intake != n.Intake }},
+	{"auto_reply.sandbox.isolation", func(o, n config.Config) bool {
+		return o.AutoReply.Sandbox.Isolation != n.AutoReply.Sandbox.Isolation
+	}},
+	{"auto_reply.sandbox.vm_accel", func(o, n config.Config) bool {
+		return o.AutoReply.Sandbox.VMAccel != n.AutoReply.Sandbox.VMAccel
+	}},
+}
+
+// keepRestartOnly returns next with the settings in force kept where a reload cannot apply
+// them (restartOnly), and the keys of those that changed: status then shows what is in
+// force, and the operator is told what needs a restart.
+func keepRestartOnly(old, next config.Config) (config.Config, []string) {
+	changed := []string{}
+	for _, r := range restartOnly {
+		if r.changed(old, next) {
+			changed = append(changed, r.key)
+		}
+	}
+	next.Listen, next.KeysFile, next.Intake = old.Listen, old.KeysFile, old.Intake
+	next.AutoReply.Sandbox.Isolation, next.AutoReply.Sandbox.VMAccel = old.AutoReply.Sandbox.Isolation, old.AutoReply.Sandbox.VMAccel
+	return next, changed
 }
 
 // config returns the configuration in force.
@@ -71,13 +95,8 @@ func (n *Node) applyReload(ctx context.Context) (control.ReloadAnswer, error) {
 		return control.ReloadAnswer{}, err
 	}
 	old := n.config()
-	ans := control.ReloadAnswer{OK: true, ConfigPath: paths.ConfigFile, RestartNeeded: []string{}}
-	for _, r := range restartOnly {
-		if r.changed(old, next) {
-			ans.RestartNeeded = append(ans.RestartNeeded, r.key)
-		}
-	}
-	next.Listen, next.KeysFile = old.Listen, old.KeysFile
+	ans := control.ReloadAnswer{OK: true, ConfigPath: paths.ConfigFile}
+	next, ans.RestartNeeded = keepRestartOnly(old, next)
 	// anet-egress reads the keys again (the file anetd started it with); it keeps its keys
 	// if the file is refused, and so does this reload.
 	var v preflight.KeysVerdict

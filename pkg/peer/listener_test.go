@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/peer/admission"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // rawFrom opens a TCP connection to addr from the loopback address ip and sends nothing.
@@ -170,6 +172,32 @@ func TestListenerLogIsBounded(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "handshake_failed=200") {
 		t.Fatalf("summary does not count all 200:\n%s", logs.String())
+	}
+}
+
+// N1: a stranger's key is free, so an authenticated stranger that sends an oversized frame
+// header and goes must not buy a log line per connection either: the refusals are counted in
+// the summary and only a bounded number are detailed.
+func TestOversizedFramesLogIsBounded(t *testing.T) {
+	logs := &syncBuffer{}
+	b := newTestNode(t, 2, Options{Log: slog.New(slog.NewTextHandler(logs, nil)),
+		Limits: admission.Limits{AcceptPerSource: admission.Rate{Burst: 1000, PerMinute: 1000}}})
+	b.listen(t)
+	const n = 3 * detailLines
+	for i := 0; i < n; i++ {
+		conn := b.dial(t, newSeedKey(byte(10+i)))
+		if ack, err := conn.SendHeader(MaxFrame + 1); err != nil || ack.Code != reasons.MessageTooLarge {
+			t.Fatalf("oversized header %d: ack %+v, err %v; want message_too_large", i, ack, err)
+		}
+		conn.Close()
+	}
+	b.svc.Close()
+	lines := strings.Count(logs.String(), "peer message refused")
+	if lines == 0 || lines > detailLines {
+		t.Fatalf("%d individual refusal lines for %d oversized frames, want 1 to %d", lines, n, detailLines)
+	}
+	if !strings.Contains(logs.String(), "message_too_large="+strconv.Itoa(n)) {
+		t.Fatalf("summary does not count all %d:\n%s", n, logs.String())
 	}
 }
 

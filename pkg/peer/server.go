@@ -294,7 +294,12 @@ func (s *Server) serveConn(tc *trackedConn, handshake time.Duration) {
 		s.table.Busy(tc.id, true, s.o.Now())
 		var big *FrameTooLargeError
 		if errors.As(err, &big) {
-			log.Warn("peer message refused", "code", reasons.MessageTooLarge, "err", err)
+			// Counted and detailed within the log budget like every other refusal (N1): a
+			// stranger's key is free, so each oversized header must not buy a log line.
+			s.away.msg(reasons.MessageTooLarge, tc.src)
+			if s.away.detail() {
+				log.Warn("peer message refused", "code", reasons.MessageTooLarge, "err", err)
+			}
 			s.writeAck(tlc, tc, refused("", reasons.MessageTooLarge, err.Error()))
 			// Read (and drop) a bounded part of the body so the sender reads the ack
 			// instead of a reset, then close: the stream cannot be resynchronised.
@@ -311,7 +316,9 @@ func (s *Server) serveConn(tc *trackedConn, handshake time.Duration) {
 		tc.SetReadDeadline(time.Now().Add(frameTimeout))
 		body := make([]byte, n)
 		if _, err := io.ReadFull(tlc, body); err != nil {
-			log.Info("peer connection ended mid-frame", "err", err)
+			if s.away.detail() {
+				log.Info("peer connection ended mid-frame", "err", err)
+			}
 			return
 		}
 		ack := s.handle(aid, body, Origin{Addr: remote, Source: tc.src, Class: s.o.Classes.Class(aid)})

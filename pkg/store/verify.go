@@ -92,7 +92,7 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 			break
 		}
 		if cpTime != nil {
-			if [32]byte(cpHash) != hash || len(cpHash) != 32 {
+			if len(cpHash) != 32 || [32]byte(cpHash) != hash {
 				first = &failure{blame: coveredTo + 1, verified: coveredTo,
 					reason: fmt.Sprintf("the checkpoint at entry %d does not sign this chain (its hash %s…, the entry's %s…)", r.seq, hex.EncodeToString(cpHash[:min(4, len(cpHash))]), hex.EncodeToString(r.hash[:4]))}
 				break

@@ -101,6 +101,26 @@ func TestVerifyNamesTamperedEntry(t *testing.T) {
 			verified: k - 1, seq: k, reasons: []string{"the checkpoint at entry 7: signature invalid"},
 		},
 		{
+			// A file edited outside SQLite's CHECKs: a checkpoint's hash cut short names the
+			// entries it claims, it does not crash the verifier.
+			name: "checkpoint hash truncated",
+			tamper: func(t *testing.T, s *Store, e []Entry) {
+				tamper(t, s, `SELECT 1`)
+				ctx := context.Background()
+				c, err := s.DB().Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				for _, q := range []string{`PRAGMA ignore_check_constraints = ON`, `UPDATE evidence_checkpoints SET hash = x'0102' WHERE seq = 7`, `PRAGMA ignore_check_constraints = OFF`} {
+					if _, err := c.ExecContext(ctx, q); err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+				}
+			},
+			verified: k - 1, seq: k, reasons: []string{"the checkpoint at entry 7 does not sign this chain"},
+		},
+		{
 			// Without its checkpoint the last entry is vouched for by nothing.
 			name: "last checkpoint deleted",
 			tamper: func(t *testing.T, s *Store, e []Entry) {

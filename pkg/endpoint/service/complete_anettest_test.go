@@ -4,6 +4,9 @@ package service
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -93,5 +96,36 @@ func TestCompleteMeteredK1K2(t *testing.T) {
 	}
 	if n := len(up.Requests()); n != 1 {
 		t.Fatalf("upstream requests = %d, want 1: the refused call must not leave", n)
+	}
+}
+
+// F3: an upstream that quotes the key it refused does not put it in the reply, which the
+// node stores and shows.
+func TestCompleteFailureNeverQuotesTheKey(t *testing.T) {
+	ca, err := testkit.NewCA("api.openai.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "sk-quoted-by-the-service-4f2a"
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.Cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s"}}`, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	direct.AnetTestRedirect("api.openai.com:443", ln.Addr().String())
+	defer direct.AnetTestRedirect("api.openai.com:443", "")
+	s := testServer(t, "openai: "+key+"\n")
+	s.rootCAs = ca.Pool
+	rep, err := s.complete(context.Background(), completion.Request{RunID: "r1", Task: "say hi"})
+	if err != nil || rep.Status != http.StatusUnauthorized || !strings.Contains(rep.Failed, "Incorrect API key provided: [redacted]") {
+		t.Fatalf("complete = %+v, %v; want the 401 with the key redacted", rep, err)
+	}
+	if strings.Contains(rep.Failed, key) {
+		t.Fatalf("the reply quotes the key: %s", rep.Failed)
 	}
 }

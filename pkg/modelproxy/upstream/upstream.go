@@ -101,6 +101,8 @@ func For(agent, apiBase string) (Upstream, error) {
 		host := u.Host
 		if u.Port != "" {
 			host = net.JoinHostPort(u.Host, u.Port)
+		} else if strings.Contains(u.Host, ":") {
+			host = "[" + u.Host + "]" // an IPv6 literal stays one in the URL and Host header
 		}
 		// Which shape a custom service speaks depends on the service; the path decides per
 		// request and both rule sets apply in full.

@@ -22,7 +22,7 @@ func ChildMain(name string, stdout io.Writer) int {
 // ProbeChecks is unsupported off Linux: every check fails and says so.
 func ProbeChecks(ProbeTargets) []check.Check {
 	var out []check.Check
-	for _, n := range []string{CheckLoopback, CheckHostTCP, CheckHostAbstract, CheckKeyring, CheckUserns} {
+	for _, n := range ProbeCheckNames(ProbeTargets{}) {
 		out = append(out, probeFailed(n, "the in-sandbox checks are not supported on "+runtime.GOOS))
 	}
 	return out

@@ -36,6 +36,17 @@ const (
 	CheckHostProcess = "host_process"
 )
 
+// ProbeCheckNames are the checks a probe aimed at t must report: the five S7 properties, and
+// the micro-VM backend's two when t.VM. The launcher fails a report that lacks one, whatever
+// the sandbox side sent.
+func ProbeCheckNames(t ProbeTargets) []string {
+	names := []string{CheckLoopback, CheckHostTCP, CheckHostAbstract, CheckKeyring, CheckUserns}
+	if t.VM {
+		names = append(names, CheckNetDevices, CheckHostProcess)
+	}
+	return names
+}
+
 // probeFailed is a failed probe check with its reason code (F2).
 func probeFailed(name, detail string) check.Check {
 	return check.Fail(name, probeRequirement(name), ProbeCheckCode(name), detail)

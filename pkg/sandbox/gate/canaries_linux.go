@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -66,12 +67,18 @@ func (c *Canaries) Aim(t *attack.ProbeTargets) {
 	t.HostPort, t.Abstract = c.tcp.Addr().(*net.TCPAddr).Port, c.name
 }
 
-// Judge is the launcher's verdict on checks: it passes only if every check passed and nothing
-// reached the host canary. A failed check gets the code of its property, whatever init wrote
-// (F2); the first failure is the result's code and detail. Limits and warnings are the
-// caller's to fill in.
-func (c *Canaries) Judge(checks []check.Check) sandbox.ProbeResult {
+// Judge is the launcher's verdict on checks: it passes only if every check named in want
+// was reported and passed, and nothing reached the host canary. A check the report lacks
+// fails ("not reported"): a sandbox side that skips a check cannot pass the probe. A failed
+// check gets the code of its property, whatever init wrote (F2); the first failure is the
+// result's code and detail. Limits and warnings are the caller's to fill in.
+func (c *Canaries) Judge(checks []check.Check, want []string) sandbox.ProbeResult {
 	res := sandbox.ProbeResult{At: time.Now(), Checks: checks}
+	for _, name := range want {
+		if !slices.ContainsFunc(checks, func(ch check.Check) bool { return ch.Name == name }) {
+			res.Checks = append(res.Checks, check.Fail(name, "S7", attack.ProbeCheckCode(name), "not reported by the sandbox"))
+		}
+	}
 	if n := c.hits.Load(); n > 0 {
 		res.Checks = append(res.Checks, check.Fail("host_tcp_canary", "S2", reasons.NetnsFailed,
 			fmt.Sprintf("the host canary listener accepted %d connection(s) from the sandbox", n)))

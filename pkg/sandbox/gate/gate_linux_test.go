@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox/attack"
 	"anet.dev/anet/pkg/sandbox/runinit"
@@ -190,5 +192,27 @@ func TestRelayPortAvoidsTheRuns(t *testing.T) {
 				t.Fatalf("relayPort(%d, %d) = %d", r, run, p)
 			}
 		}
+	}
+}
+
+// S7, F2: a report that leaves a check out fails the probe with that check's code: a
+// sandbox side that skips a check (an old or altered anet-runinit) cannot pass.
+func TestJudgeFailsAMissingCheck(t *testing.T) {
+	h, err := Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var checks []check.Check
+	for _, name := range attack.ProbeCheckNames(attack.ProbeTargets{}) {
+		checks = append(checks, check.Pass(name, "S7", ""))
+	}
+	if res := h.Judge(checks); !res.OK {
+		t.Fatalf("Judge of every check passing = %+v, want a pass", res)
+	}
+	without := slices.DeleteFunc(slices.Clone(checks), func(c check.Check) bool { return c.Name == attack.CheckKeyring })
+	res := h.Judge(without)
+	if res.OK || res.Code != attack.ProbeCheckCode(attack.CheckKeyring) || !strings.Contains(res.Detail, "keyring: not reported") {
+		t.Fatalf("Judge of a report without the keyring check = ok %v code %q detail %q; want %s", res.OK, res.Code, res.Detail, attack.ProbeCheckCode(attack.CheckKeyring))
 	}
 }

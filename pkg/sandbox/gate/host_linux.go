@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/attack"
 )
 
@@ -113,6 +114,11 @@ func (h *Host) Await(ctx context.Context, ended <-chan struct{}) ([]check.Check,
 	case <-timer.C:
 		return nil, fmt.Errorf("%w within %v", ErrNoReport, Timeout)
 	}
+}
+
+// Judge is Canaries.Judge of init's report against the checks this gate aimed (S7).
+func (h *Host) Judge(checks []check.Check) sandbox.ProbeResult {
+	return h.Canaries.Judge(checks, attack.ProbeCheckNames(h.targets))
 }
 
 // Release tells init to start the agent.

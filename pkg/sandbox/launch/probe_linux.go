@@ -71,7 +71,7 @@ func RunProbe(ctx context.Context, start StartFunc, targets attack.ProbeTargets,
 		return fail(reasons.SandboxStartFailed, fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, LastLine(stderr.String())))
 	}
 	// The verdict is the host's, whatever the sandbox side wrote.
-	v := can.Judge(res.Checks)
+	v := can.Judge(res.Checks, attack.ProbeCheckNames(targets))
 	res.Checks, res.OK, res.Code, res.Detail = v.Checks, v.OK, v.Code, v.Detail
 	if res.Limits != sandbox.CgroupFull && !slices.Contains(res.Warnings, reasons.NoCgroupLimits) {
 		res.Warnings = append(res.Warnings, reasons.NoCgroupLimits)

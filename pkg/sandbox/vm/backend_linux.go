@@ -197,9 +197,13 @@ func (l *Backend) Accel() Accel {
 	return l.accel
 }
 
-// Transport is the link in use: vsock where the host has vhost-vsock and KVM, else serial.
-func (l *Backend) Transport() Transport {
-	if l.Accel() == AccelKVM && vhostVsockUsable() == nil {
+// Transport is the link in use: the one for the accelerator the last passing probe chose.
+func (l *Backend) Transport() Transport { return transportFor(l.Accel()) }
+
+// transportFor is the link a guest under accel gets: vsock where the host has vhost-vsock and
+// the guest runs under KVM, else serial. A probe and the runs it vouches for choose it alike.
+func transportFor(accel Accel) Transport {
+	if accel == AccelKVM && vhostVsockUsable() == nil {
 		return TransportVsock
 	}
 	return TransportSerial

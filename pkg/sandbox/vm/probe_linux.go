@@ -89,7 +89,7 @@ func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 			}
 			res.Checks = append(res.Checks,
 				check.Pass(CheckAccel, "V1", detail),
-				check.Pass(CheckTransport, "V1", string(l.Transport())),
+				check.Pass(CheckTransport, "V1", string(transportFor(a))),
 				check.Pass(CheckKernel, "V1", g.kernel.Version+" from "+g.kernel.Package))
 			return res, nil
 		}
@@ -105,15 +105,27 @@ func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 // the Launcher probes again.
 func (l *Backend) AdoptProbe(res sandbox.ProbeResult) error {
 	var accel Accel
+	var transport Transport
 	for _, c := range res.Checks {
-		if c.Name == CheckAccel && c.OK {
+		if !c.OK {
+			continue
+		}
+		switch c.Name {
+		case CheckAccel:
 			if f := strings.Fields(c.Detail); len(f) > 0 {
 				accel = Accel(f[0])
 			}
+		case CheckTransport:
+			transport = Transport(c.Detail)
 		}
 	}
 	if accel == "" {
 		return fmt.Errorf("the cached probe result names no accelerator")
+	}
+	// The link is chosen from the host (vhost-vsock), which may have changed since: a probe
+	// vouches only for the link its guest booted with.
+	if now := transportFor(accel); transport != now {
+		return fmt.Errorf("the cached probe booted its guest over %q, this host would use %s", transport, now)
 	}
 	cands, err := l.accelCandidates()
 	if err != nil {
@@ -129,3 +141,13 @@ func (l *Backend) AdoptProbe(res sandbox.ProbeResult) error {
 }
 
 var _ launch.ProbeAdopter = (*Backend)(nil)
+
+// Binaries names what a probe result depends on besides anet-sandboxd: the wall's programs
+// (bwrap, anet-runinit) and QEMU, so a cached result is not reused once one is replaced (S7).
+func (l *Backend) Binaries() []string {
+	out := l.cfg.Wall.Binaries()
+	if q, err := l.qemuPath(); err == nil {
+		out = append(out, q)
+	}
+	return out
+}

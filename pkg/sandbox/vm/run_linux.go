@@ -144,10 +144,7 @@ func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	if err := r.makeDir(); err != nil {
 		return nil, err
 	}
-	transport := l.Transport()
-	if accel != AccelKVM {
-		transport = TransportSerial
-	}
+	transport := transportFor(accel)
 	var hostLn net.Listener
 	var cid, vport uint32
 	switch transport {

@@ -352,3 +352,31 @@ func TestVMRunFromAProbeCachedOnDisk(t *testing.T) {
 		t.Fatalf("run %+v, stdout %q, stderr %s", o, so.String(), se.String())
 	}
 }
+
+// TestAdoptProbeRefusesAnotherLink: a pass cached by another process vouches for the
+// accelerator and the link its guest booted with; a result whose link is not the one this
+// host would give that accelerator is refused, so the probe runs again (S7, V1).
+func TestAdoptProbeRefusesAnotherLink(t *testing.T) {
+	self := filepath.Join(testharness.BinDir(), "anet-sandboxd")
+	wall, err := bwrap.New(bwrap.Config{Self: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := vm.New(vm.Config{Wall: wall, Self: self, AllowTCG: true, Kernel: vm.KernelSource{CacheDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func(accel vm.Accel, link vm.Transport) sandbox.ProbeResult {
+		return sandbox.ProbeResult{OK: true, Checks: []check.Check{
+			check.Pass(vm.CheckAccel, "V1", string(accel)), check.Pass(vm.CheckTransport, "V1", string(link))}}
+	}
+	if err := b.AdoptProbe(pass(vm.AccelTCG, vm.TransportSerial)); err != nil || b.Accel() != vm.AccelTCG {
+		t.Fatalf("AdoptProbe(tcg over serial) = %v, accel %q; want tcg adopted", err, b.Accel())
+	}
+	if err := b.AdoptProbe(pass(vm.AccelTCG, vm.TransportVsock)); err == nil {
+		t.Fatal("AdoptProbe of a tcg guest booted over vsock succeeded; a TCG guest here gets serial")
+	}
+	if err := b.AdoptProbe(sandbox.ProbeResult{OK: true}); err == nil {
+		t.Fatal("AdoptProbe of a result naming no accelerator succeeded")
+	}
+}
