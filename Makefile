@@ -131,9 +131,9 @@ dist-darwin:
 	    $$stage/share/anet $$stage/share/zsh/site-functions $$stage/share/bash-completion/completions \
 	    $$stage/share/fish/vendor_completions.d; \
 	  for c in anet anetd; do \
-	    CGO_ENABLED=0 GOOS=darwin GOARCH=$$arch $(GO) build -trimpath -ldflags '$(DARWIN_LDFLAGS)' -o $$stage/bin/$$c ./cmd/$$c; done; \
+	    $(BUILDENV) GOOS=darwin GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(DARWIN_LDFLAGS)' -o $$stage/bin/$$c ./cmd/$$c; done; \
 	  for c in anet-sandboxd anet-egress; do \
-	    CGO_ENABLED=0 GOOS=darwin GOARCH=$$arch $(GO) build -trimpath -ldflags '$(DARWIN_LDFLAGS)' -o $$stage/libexec/anet/$$c ./cmd/$$c; done; \
+	    $(BUILDENV) GOOS=darwin GOARCH=$$arch $(GO) build $(BUILDFLAGS) -ldflags '$(DARWIN_LDFLAGS)' -o $$stage/libexec/anet/$$c ./cmd/$$c; done; \
 	  cp packaging/man/*.1 $$stage/share/man/man1/; cp packaging/man/*.8 $$stage/share/man/man8/; \
 	  cp packaging/launchd/dev.anet.anetd.plist $$stage/share/anet/; \
 	  cp packaging/completions/_anet $$stage/share/zsh/site-functions/; \

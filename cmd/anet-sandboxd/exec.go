@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
 func init() { commands = append(commands, execCommand()) }
@@ -94,7 +93,7 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 		return n
 	}
 	spec := sandbox.Spec{
-		ID:        "exec-" + randID(),
+		ID:        launch.RandomName("exec-", 6),
 		Mode:      sandbox.ModeSandbox,
 		Argv:      argv,
 		AgentTree: c.String("agent-tree"),
@@ -215,10 +214,4 @@ func writeOutcome(path string, o sandbox.Outcome) {
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: write outcome: %v\n", err)
 	}
-}
-
-func randID() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -121,16 +121,6 @@ func OpenKeysFile(path string) (*os.File, error) {
 	return f, nil
 }
 
-// CheckKeysFile applies OpenKeysFile's rule without reading a byte: what anetd, the CLI and
-// anet doctor run on the operator's keys file (they must never read it).
-func CheckKeysFile(path string) error {
-	f, err := OpenKeysFile(path)
-	if f != nil {
-		f.Close()
-	}
-	return err
-}
-
 func checkKeysFileInfo(path string, fi fs.FileInfo) error {
 	bad := func(code reasons.Code, msg, fix string) error {
 		return &PermError{Code: code, Path: path, Msg: "keys file " + path + " " + msg, Fix: fix}

@@ -89,17 +89,19 @@ func mkdirMode(t *testing.T, path string, mode os.FileMode) {
 	}
 }
 
-func TestCheckKeysFile(t *testing.T) {
+// F3: the keys file must be a regular file of this user, not a symlink, with no access for
+// others; a missing file is not an error (anet-egress then runs with no keys).
+func TestKeysFileRule(t *testing.T) {
 	t.Run("missing is no keys", func(t *testing.T) {
-		if err := CheckKeysFile(filepath.Join(t.TempDir(), "keys.yaml")); err != nil {
-			t.Fatalf("CheckKeysFile(missing) = %v, want nil", err)
+		if err := checkKeysFile(filepath.Join(t.TempDir(), "keys.yaml")); err != nil {
+			t.Fatalf("checkKeysFile(missing) = %v, want nil", err)
 		}
 	})
 	for _, mode := range []os.FileMode{0o600, 0o400, 0o200, 0o700} {
 		t.Run(fmt.Sprintf("allows %04o", mode), func(t *testing.T) {
 			path := writeKeys(t, mode)
-			if err := CheckKeysFile(path); err != nil {
-				t.Fatalf("CheckKeysFile(%04o) = %v, want nil", mode, err)
+			if err := checkKeysFile(path); err != nil {
+				t.Fatalf("checkKeysFile(%04o) = %v, want nil", mode, err)
 			}
 		})
 	}
@@ -109,10 +111,10 @@ func TestCheckKeysFile(t *testing.T) {
 	}{{0o640, "readable"}, {0o644, "readable"}, {0o604, "readable"}, {0o660, "readable"}, {0o620, "accessible"}, {0o602, "accessible"}, {0o601, "accessible"}} {
 		t.Run(fmt.Sprintf("refuses %04o", c.mode), func(t *testing.T) {
 			path := writeKeys(t, c.mode)
-			err := CheckKeysFile(path)
+			err := checkKeysFile(path)
 			want := fmt.Sprintf("keys file %s is %s by others (mode %04o); run chmod 600 %s", path, c.what, c.mode, path)
 			if err == nil || err.Error() != want {
-				t.Fatalf("CheckKeysFile(%04o) = %v, want %q", c.mode, err, want)
+				t.Fatalf("checkKeysFile(%04o) = %v, want %q", c.mode, err, want)
 			}
 			var pe *PermError
 			if !errors.As(err, &pe) || pe.Code != KeysFileExposed {
@@ -127,10 +129,10 @@ func TestCheckKeysFile(t *testing.T) {
 			if err := os.Symlink(target, link); err != nil {
 				t.Fatal(err)
 			}
-			err := CheckKeysFile(link)
+			err := checkKeysFile(link)
 			var pe *PermError
 			if !errors.As(err, &pe) || pe.Code != KeysFileInvalid || !strings.Contains(err.Error(), "is a symlink (to "+target+")") {
-				t.Fatalf("CheckKeysFile(symlink to %04o) = %v, want keys_file_invalid naming the target", mode, err)
+				t.Fatalf("checkKeysFile(symlink to %04o) = %v, want keys_file_invalid naming the target", mode, err)
 			}
 		}
 	})
@@ -139,21 +141,21 @@ func TestCheckKeysFile(t *testing.T) {
 		if err := os.Symlink("/nonexistent/keys.yaml", link); err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckKeysFile(link); err == nil {
-			t.Fatal("CheckKeysFile(dangling symlink) = nil, want an error")
+		if err := checkKeysFile(link); err == nil {
+			t.Fatal("checkKeysFile(dangling symlink) = nil, want an error")
 		}
 	})
 	t.Run("another user's file refused", func(t *testing.T) {
 		path := writeKeys(t, 0o600)
 		chownOther(t, path)
-		err := CheckKeysFile(path)
+		err := checkKeysFile(path)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("is owned by uid %d, not by the current user", otherUID)) {
-			t.Fatalf("CheckKeysFile(other owner) = %v, want the owner refusal", err)
+			t.Fatalf("checkKeysFile(other owner) = %v, want the owner refusal", err)
 		}
 	})
 	t.Run("directory refused", func(t *testing.T) {
-		if err := CheckKeysFile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
-			t.Fatalf("CheckKeysFile(dir) = %v, want not a regular file", err)
+		if err := checkKeysFile(t.TempDir()); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+			t.Fatalf("checkKeysFile(dir) = %v, want not a regular file", err)
 		}
 	})
 	t.Run("path needing quotes", func(t *testing.T) {
@@ -164,7 +166,7 @@ func TestCheckKeysFile(t *testing.T) {
 		if err := os.Chmod(path, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := CheckKeysFile(path); err == nil || !strings.HasSuffix(err.Error(), "run chmod 600 '"+path+"'") {
+		if err := checkKeysFile(path); err == nil || !strings.HasSuffix(err.Error(), "run chmod 600 '"+path+"'") {
 			t.Fatalf("CheckKeysFile = %v, want a quoted path in the command", err)
 		}
 	})
@@ -193,4 +195,13 @@ func TestReasonCodesRegistered(t *testing.T) {
 	if !errors.As(err, &e) || e.Reason() != ConfigInvalid {
 		t.Errorf("Parse error reason = %v, want %s", err, ConfigInvalid)
 	}
+}
+
+// checkKeysFile applies OpenKeysFile's rule and reads nothing.
+func checkKeysFile(path string) error {
+	f, err := OpenKeysFile(path)
+	if f != nil {
+		f.Close()
+	}
+	return err
 }

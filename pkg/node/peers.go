@@ -216,7 +216,9 @@ func (n *Node) showInteraction(r *http.Request) (any, error) {
 	out := n.toAPIList(r, list)
 	for i := range out {
 		if out[i].Direction == "in" {
+			// The runs and their logs are anet show's: a listing reads neither.
 			out[i].Runs = n.runsOf(r.Context(), out[i].Peer, out[i].Interaction)
+			out[i].RunLogs = readRunLogs(n.paths.RunLogs(), out[i].Peer, out[i].Interaction, n.log)
 		}
 	}
 	return out, nil
@@ -284,9 +286,6 @@ func (n *Node) toAPI(r *http.Request, it store.Interaction) control.Interaction 
 	}
 	for _, d := range it.Delivery {
 		out.Delivery = append(out.Delivery, control.Delivery{MsgID: d.MsgID, Type: d.Type, State: d.State, Attempts: d.Attempts, LastError: d.LastError, DoneAt: d.DoneAt})
-	}
-	if it.Direction == "in" {
-		out.RunLogs = readRunLogs(n.paths.RunLogs(), it.Peer, it.ID, n.log)
 	}
 	return out
 }

@@ -66,8 +66,9 @@ func New(o Options) (*Launcher, error) {
 }
 
 // probeStamp identifies what a probe result depends on beyond the configuration hash: the
-// backend (a bwrap result must never stand for the vm backend's, V1), this binary (it runs as
-// pid 1 in the sandbox), the backend's programs and the kernel.
+// backend (a bwrap result must never stand for the vm backend's, V1), this binary (it runs the
+// probe's checks and the self-test inside), the backend's programs (Binaries: bwrap,
+// anet-runinit, QEMU) and the kernel.
 func probeStamp(backend, self string, b Backend) string {
 	parts := []string{backend, sandbox.FileStamp(self)}
 	if bb, ok := b.(interface{ Binaries() []string }); ok {
