@@ -41,6 +41,9 @@ type Layout struct {
 	// HoldFD is the child's fd init waits on (its --hold) before it starts the agent, until
 	// the launcher has applied rlimits and cgroups to it, or -1.
 	HoldFD int
+	// JoinFDs are the child's fds of the run's cgroup v1 tasks files, which init joins itself
+	// before it tells the launcher on HoldFD (runinit.InitOptions.Join), or none.
+	JoinFDs []int
 	// Hostname is the run's own hostname.
 	Hostname string
 	// Gate are init's flags that fold the probe into the run (pkg/sandbox/gate), or none.
@@ -170,6 +173,13 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	if l.HoldFD >= 0 {
 		a = append(a, "--hold", strconv.Itoa(l.HoldFD))
 	}
+	if len(l.JoinFDs) > 0 {
+		fds := make([]string, len(l.JoinFDs))
+		for i, fd := range l.JoinFDs {
+			fds[i] = strconv.Itoa(fd)
+		}
+		a = append(a, "--join", strings.Join(fds, ","))
+	}
 	a = append(a, l.Gate...)
 	a = append(a, "--")
 	return append(a, spec.Argv...), nil
@@ -196,6 +206,9 @@ func (l Layout) validate(spec sandbox.Spec) error {
 	}
 	if l.Hostname == "" || strings.ContainsAny(l.Hostname, "/ \x00") || len(l.Hostname) > 64 {
 		errs = append(errs, fmt.Errorf("layout hostname %q: want 1-64 characters, no / or space", l.Hostname))
+	}
+	if len(l.JoinFDs) > 0 && l.HoldFD < 0 {
+		errs = append(errs, errors.New("layout join: needs a hold fd, on which init says it joined"))
 	}
 	if len(l.SeccompFDs) == 0 && !l.Unsafe.NoSeccomp {
 		errs = append(errs, errors.New("layout seccomp: no programs (refusing to run without a filter)"))

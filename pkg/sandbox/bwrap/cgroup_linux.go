@@ -159,6 +159,9 @@ type leaf struct {
 	// blocked sandbox child's pid to.
 	dirs  []string
 	procs []string
+	// tasks are the cgroup v1 tasks files the run's init joins itself (runinit's Join);
+	// none on cgroup v2, where the launcher moves init from outside.
+	tasks []string
 	mem   string // dir holding the memory files
 	pids  string // dir holding the pids files
 }
@@ -178,6 +181,9 @@ func (m Mechanism) newLeaf(id string, lim sandbox.Limits) (*leaf, error) {
 		}
 		l.dirs = append(l.dirs, d)
 		l.procs = append(l.procs, filepath.Join(d, "cgroup.procs"))
+		if m.Mode == LimitsV1 {
+			l.tasks = append(l.tasks, filepath.Join(d, "tasks"))
+		}
 		return d, nil
 	}
 	var err error

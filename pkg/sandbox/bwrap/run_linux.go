@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,7 @@ type run struct {
 	lim    sandbox.Limits
 	cmd    *exec.Cmd
 	leaf   *leaf
+	hold   *os.File // the launcher's end of init's --hold, until Start returns
 	runDir string   // <RunRoot>/<ID>: home, tmp (and the work dir when ephemeral)
 	lock   *os.File // flock on runDir while the run lives (see linksafe.SweepRunRoot)
 	dirs   []string
@@ -157,24 +159,19 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 	}
 	lay.StatusFD = fdSeccomp0 + len(files)
 	files = append(files, statusW)
-	holdR, holdW, err := os.Pipe()
+	hold, holdChild, err := holdPair()
 	if err != nil {
 		statusR.Close()
-		return fail(fmt.Errorf("start %s: hold pipe: %w", spec.ID, err))
+		return fail(fmt.Errorf("start %s: hold: %w", spec.ID, err))
 	}
-	defer holdW.Close() // unwritten, it ends an init still waiting without an agent
+	r.hold = hold
+	defer hold.Close() // unwritten, it ends an init still waiting without an agent
 	lay.HoldFD = fdSeccomp0 + len(files)
-	files = append(files, holdR)
+	files = append(files, holdChild)
 	if g != nil {
 		ctl := fdSeccomp0 + len(files)
 		lay.Gate = g.Args(ctl, ctl+1)
 		files = append(files, g.Files()...)
-	}
-
-	args, err := Args(spec, lay)
-	if err != nil {
-		statusR.Close()
-		return fail(err)
 	}
 	cgroup := sandbox.CgroupNone
 	switch l.mech.Mode {
@@ -184,6 +181,23 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 			return fail(fmt.Errorf("start %s: %w", spec.ID, err))
 		}
 		cgroup = sandbox.CgroupFull
+	}
+	if r.leaf != nil {
+		for _, p := range r.leaf.tasks {
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				statusR.Close()
+				return fail(fmt.Errorf("start %s: open cgroup %s: %w", spec.ID, p, err))
+			}
+			lay.JoinFDs = append(lay.JoinFDs, fdSeccomp0+len(files))
+			files = append(files, f)
+		}
+	}
+
+	args, err := Args(spec, lay)
+	if err != nil {
+		statusR.Close()
+		return fail(err)
 	}
 	argv := append([]string{bw}, args...)
 	if l.mech.Mode == LimitsSystemd {
@@ -231,7 +245,7 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		}
 	}
 	if r.setupErr == nil {
-		_, _ = holdW.Write([]byte{runinit.Release}) // init may now start the agent
+		_, _ = hold.Write([]byte{runinit.Release}) // init may now start the agent
 	}
 	r.outcome.Cgroup, r.cgroup = cgroup, cgroup
 	l.cfg.Log.Info("run started", "id", spec.ID, "mode", spec.Mode, "limits", l.mech.Mode, "cgroup", cgroup, "argv0", prog)
@@ -274,14 +288,53 @@ func (r *run) confine() error {
 	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: fs, Max: fs}, nil); err != nil && !gone(err) {
 		return fmt.Errorf("set RLIMIT_FSIZE of %d: %w", pid, err)
 	}
-	if r.leaf != nil {
-		for _, p := range r.leaf.procs {
-			if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil && !gone(err) {
-				return fmt.Errorf("join cgroup %s: %w", p, err)
-			}
+	if r.leaf == nil {
+		return nil
+	}
+	if len(r.leaf.tasks) > 0 {
+		return r.joined()
+	}
+	for _, p := range r.leaf.procs {
+		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil && !gone(err) {
+			return fmt.Errorf("join cgroup %s: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// joined waits for init's word that it is in the run's cgroup v1 leaves (runinit's Join):
+// init moves itself, which the kernel does without the global lock a move from outside takes.
+func (r *run) joined() error {
+	if err := r.hold.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		return fmt.Errorf("hold: %w", err)
+	}
+	var b [1]byte
+	if _, err := io.ReadFull(r.hold, b[:]); err != nil {
+		return fmt.Errorf("%w: %v", errNotJoined, err)
+	}
+	if b[0] != runinit.Joined {
+		return fmt.Errorf("%w: init said %d", errNotJoined, b[0])
+	}
+	return nil
+}
+
+// errNotJoined: no agent started, and bwrap's or init's own message, when there is one, says
+// why better than this.
+var errNotJoined = errors.New("init did not join the run's cgroups")
+
+// holdPair is init's --hold: a stream socket pair, since init also answers on it (Joined).
+// The launcher's end is non-blocking, so reading it can time out.
+func holdPair() (local, child *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "anet-hold"), os.NewFile(uintptr(fds[1]), "anet-hold-init"), nil
 }
 
 // makeDirs creates <RunRoot>/<ID>/{home,tmp[,work]} fresh and the work dir, all link-safe.
@@ -402,7 +455,11 @@ func (r *run) finish(waitErr error) {
 	switch {
 	case r.setupErr != nil:
 		o.ExitCode = -1
-		o.Err = reasons.New(reasons.SandboxStartFailed, r.setupErr.Error())
+		code, msg := reasons.SandboxStartFailed, r.setupErr.Error()
+		if m := strings.TrimSpace(r.stderr.String()); m != "" && errors.Is(r.setupErr, errNotJoined) {
+			code, msg = classifyStart(m), launch.LastLine(m)
+		}
+		o.Err = reasons.New(code, msg)
 	case r.gotExit:
 		o.ExitCode = r.exitCode
 		if o.ExitCode > 128 && o.ExitCode < 128+65 {

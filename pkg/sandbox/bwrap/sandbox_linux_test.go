@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -316,5 +317,22 @@ func TestExecRefusesAgentTreeInNodeDirs(t *testing.T) {
 				t.Fatalf("exec with the agent tree in the %s dir = code %d stdout %q stderr %q, want 125 and a refusal", c.name, r.code, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// TestAgentBornInItsCgroups (S6): the agent and what it forks start inside the run's own
+// memory and pids cgroups, which init joined itself before it started the agent (on cgroup v1,
+// a move of its own thread) — not in the launcher's cgroup, which has no run limits.
+func TestAgentBornInItsCgroups(t *testing.T) {
+	h := newHost(t)
+	r := h.sh(nil, "cat /proc/self/cgroup; sh -c 'cat /proc/self/cgroup'")
+	if r.code != 0 {
+		t.Fatalf("exec = code %d stderr %q", r.code, r.stderr)
+	}
+	for _, ctrl := range []string{"memory", "pids"} {
+		re := regexp.MustCompile(`(?m)^\d+:` + ctrl + `:/anet-run-[^/\n]+$`)
+		if n := len(re.FindAllString(r.stdout, -1)); n != 2 {
+			t.Fatalf("the agent and its child in the run's %s cgroup: %d of 2 lines name it; /proc/self/cgroup:\n%s", ctrl, n, r.stdout)
+		}
 	}
 }

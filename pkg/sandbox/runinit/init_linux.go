@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,8 +25,16 @@ type InitOptions struct {
 	Stderr io.Writer
 	// Hold, when set, is read before the agent starts, after Gate: the agent starts only on
 	// the byte Release, which the launcher writes once the run's limits are in force (S6);
-	// anything else, or its end, ends init without an agent.
-	Hold io.ReadCloser
+	// anything else, or its end, ends init without an agent. With Join, init first writes
+	// Joined on it once it is in the run's cgroups, so Hold must also be writable then.
+	Hold io.ReadWriteCloser
+	// Join are the run's cgroup v1 "tasks" files, opened by the launcher: init writes 0 into
+	// each before anything else, moving the thread that later starts the agent, so the agent
+	// and everything it starts are born inside the run's limits (S6). The kernel moves a
+	// task's own single thread without the global lock it takes to move another process,
+	// whose first taker waits for an RCU grace period (5 to 12 ms here, on every launch's
+	// path). A failed write ends init without an agent.
+	Join []io.WriteCloser
 	// Gate, when set, runs after the relay listens and before the agent starts: the agent
 	// starts only if it returns nil, otherwise Init returns ExitGated without starting it
 	// (the probe's checks folded into the run, S7, P2: pkg/sandbox/gate).
@@ -38,6 +47,13 @@ const ExitGated = 125
 // Release is the byte on Hold that lets init start the agent.
 const Release byte = 1
 
+// Joined is the byte init writes on Hold once it has joined the cgroups of Join.
+const Joined byte = 2
+
+// ExitJoin is Init's status when it could not join the run's cgroups (Join); the agent never
+// started.
+const ExitJoin = 124
+
 // Init is pid 1 inside the sandbox. It holds nothing the agent lacks (same uid, same seccomp
 // filter, same view) and enforces nothing: every rule is applied by the endpoint on the other
 // side of the socket. It relays 127.0.0.1:Port to the endpoint, starts the agent, forwards
@@ -46,6 +62,23 @@ func Init(o InitOptions) int {
 	logf := func(format string, a ...any) {
 		if o.Stderr != nil {
 			fmt.Fprintf(o.Stderr, "run init: "+format+"\n", a...)
+		}
+	}
+	if len(o.Join) > 0 {
+		// The agent is forked from this goroutine; pinned, it forks from the thread that
+		// joined (a cgroup v1 move of "0" moves only the calling thread).
+		runtime.LockOSThread()
+		if err := join(o.Join); err != nil {
+			logf("agent not started: %v", err)
+			return ExitJoin
+		}
+		if o.Hold == nil {
+			logf("agent not started: joined the run's cgroups with no launcher to tell")
+			return ExitJoin
+		}
+		if _, err := o.Hold.Write([]byte{Joined}); err != nil {
+			logf("agent not started: tell the launcher the run's cgroups are joined: %v", err)
+			return ExitJoin
 		}
 	}
 	// Non-dumpable: the agent (same uid) cannot ptrace or read /proc/1/mem of init.
@@ -94,8 +127,8 @@ func Init(o InitOptions) int {
 		}
 	}
 	if o.Hold != nil {
-		b := make([]byte, 1)
-		_, err := io.ReadFull(o.Hold, b)
+		var b [1]byte
+		_, err := io.ReadFull(o.Hold, b[:])
 		o.Hold.Close()
 		if err != nil || b[0] != Release {
 			logf("agent not started: the launcher did not release it (%v)", err)
@@ -136,4 +169,18 @@ func Init(o InitOptions) int {
 		}
 	}
 	return 126
+}
+
+// join writes 0 into every file of files, then closes them all: none reaches the agent.
+func join(files []io.WriteCloser) error {
+	var first error
+	for _, f := range files {
+		if _, err := f.Write([]byte("0")); err != nil && first == nil {
+			first = fmt.Errorf("join the run's cgroup: %w", err)
+		}
+		if err := f.Close(); err != nil && first == nil {
+			first = fmt.Errorf("join the run's cgroup: %w", err)
+		}
+	}
+	return first
 }
