@@ -77,6 +77,19 @@ func TestRemovePathDoesNotFollowLinks(t *testing.T) {
 	if err := os.Chmod(locked, 0); err != nil {
 		t.Fatal(err)
 	}
+	// ... or readable but not writable, so their entries cannot be unlinked as they are.
+	for _, d := range []string{"ro", "ro/ro-inner"} {
+		p := filepath.Join(run, "work", d)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(p, "x"), "x")
+	}
+	for _, d := range []string{"ro/ro-inner", "ro"} {
+		if err := os.Chmod(filepath.Join(run, "work", d), 0o500); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := RemovePath(run); err != nil {
 		t.Fatalf("RemovePath = %v", err)
 	}

@@ -92,6 +92,11 @@ func RemoveAt(dirfd int, name string) error {
 	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
 		return fmt.Errorf("unlink %s: %w", name, err)
 	}
+	// An empty dir goes at once (a run's dirs are often empty).
+	err = unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
 	fd, err := openDirAt(dirfd, name)
 	if errors.Is(err, unix.EACCES) {
 		if cerr := unix.Fchmodat(dirfd, name, 0o700, 0); cerr == nil {
@@ -101,14 +106,22 @@ func RemoveAt(dirfd int, name string) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", name, err)
 	}
-	// The dir may lack write/search permission for us: we own it, so fix that.
-	_ = unix.Fchmod(fd, 0o700)
 	d := os.NewFile(uintptr(fd), name)
 	defer d.Close()
+	// The dir may lack write/search permission for us (a run can chmod its own dirs): we own
+	// it, so that is fixed once, when removing an entry is refused.
+	fixed := false
 	for {
 		names, rerr := d.Readdirnames(256)
 		for _, n := range names {
-			if err := RemoveAt(fd, n); err != nil {
+			err := RemoveAt(fd, n)
+			if err != nil && !fixed && errors.Is(err, unix.EACCES) {
+				fixed = true
+				if unix.Fchmod(fd, 0o700) == nil {
+					err = RemoveAt(fd, n)
+				}
+			}
+			if err != nil {
 				return fmt.Errorf("%s/%w", name, err)
 			}
 		}

@@ -44,16 +44,17 @@ func MakeRunDirs(runRoot, id string, withWork bool) (RunDirs, error) {
 	if d.Lock, err = LockRunDir(d.Dir); err != nil {
 		return d, err
 	}
+	// The run dir was made just now, by us, and is held open: its children are made
+	// relative to it, so no component is looked up again.
 	sub := []string{"home", "tmp"}
 	if withWork {
 		sub = append(sub, "work")
 	}
 	for _, s := range sub {
-		p, f, err := MkdirUnder(root, id+"/"+s, 0o700)
-		if err != nil {
-			return d, err
+		p := filepath.Join(d.Dir, s)
+		if err := unix.Mkdirat(int(d.Lock.Fd()), s, 0o700); err != nil {
+			return d, fmt.Errorf("mkdir %s: %w", p, err)
 		}
-		f.Close()
 		d.Made = append(d.Made, p)
 	}
 	return d, nil

@@ -104,8 +104,33 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 			f.Close()
 		}
 	}
+	// The run's cgroups are made while the dirs are: both are a few file system calls that
+	// wait on the kernel, not on each other.
+	leafDone := make(chan error, 1)
+	var leafMade *leaf
+	cgroup := sandbox.CgroupNone
+	switch l.mech.Mode {
+	case LimitsV1, LimitsV2:
+		cgroup = sandbox.CgroupFull
+		go func() {
+			var err error
+			leafMade, err = l.mech.newLeaf(spec.ID, r.lim)
+			leafDone <- err
+		}()
+	default:
+		leafDone <- nil
+	}
+	leafErr := func() error {
+		if leafDone == nil {
+			return nil
+		}
+		err := <-leafDone
+		leafDone, r.leaf = nil, leafMade
+		return err
+	}
 	fail := func(err error) (*run, error) {
 		closeFiles()
+		_ = leafErr()
 		r.leaf.kill()
 		r.leaf.remove()
 		r.cleanupDirs()
@@ -173,14 +198,9 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		lay.Gate = g.Args(ctl, ctl+1)
 		files = append(files, g.Files()...)
 	}
-	cgroup := sandbox.CgroupNone
-	switch l.mech.Mode {
-	case LimitsV1, LimitsV2:
-		if r.leaf, err = l.mech.newLeaf(spec.ID, r.lim); err != nil {
-			statusR.Close()
-			return fail(fmt.Errorf("start %s: %w", spec.ID, err))
-		}
-		cgroup = sandbox.CgroupFull
+	if err := leafErr(); err != nil {
+		statusR.Close()
+		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
 	}
 	if r.leaf != nil {
 		for _, p := range r.leaf.tasks {
@@ -480,8 +500,14 @@ func (r *run) finish(waitErr error) {
 		r.pidfd = -1
 	}
 	r.mu.Unlock()
-	r.leaf.remove()
+	// Like their making, the cgroups' and the dirs' removal do not wait on each other.
+	removed := make(chan struct{})
+	go func() {
+		r.leaf.remove()
+		close(removed)
+	}()
 	r.cleanupDirs()
+	<-removed
 	if o.Limit != "" {
 		o.Detail = reasons.Text(o.Limit)
 	}
