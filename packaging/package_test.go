@@ -283,7 +283,6 @@ func TestInstallDeb(t *testing.T) {
 		t.Fatal("dpkg installs only as root: run this test as root (sudo go test ./packaging -run TestInstallDeb), as CI does")
 	}
 	dpkg := requireTool(t, "dpkg", "dpkg")
-	man := requireTool(t, "man", "man-db")
 	requireTool(t, "bwrap", "bubblewrap")
 	p := packageBuild(t)
 	root, err := os.MkdirTemp("", "anet-root-")
@@ -324,6 +323,24 @@ func TestInstallDeb(t *testing.T) {
 		t.Fatalf("dpkg-deb -c listed %d files: %v", len(files), files)
 	}
 
+	checkInstalled(t, root, strings.TrimSuffix(versionOf(t, p.deb), "-1"), files)
+
+	if out, err := exec.Command(dpkg, append(dpkgArgs, "--purge", "anet")...).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg --purge: %v\n%s", err, out)
+	}
+	for p := range tree(t, root) {
+		if !before[p] && !strings.HasPrefix(p, "var/lib/dpkg/") && p != "dpkg.log" {
+			t.Errorf("left after purge: %s", p)
+		}
+	}
+}
+
+// checkInstalled runs the installed programs under root as an operator would (anetd --check,
+// anet --help and --version, the sandbox probe of the installed static anet-sandboxd, every
+// man page, and anetd started by hand finding its helpers) for a package of version.
+func checkInstalled(t *testing.T, root, version string, files map[string]string) {
+	t.Helper()
+	man := requireTool(t, "man", "man-db")
 	env := installedEnv(t)
 	run := func(name string, args ...string) string {
 		t.Helper()
@@ -342,8 +359,8 @@ func TestInstallDeb(t *testing.T) {
 	if out := run("usr/bin/anet", "--help"); !strings.Contains(out, "doctor") {
 		t.Errorf("anet --help = %q, want the command list", out)
 	}
-	if out := run("usr/bin/anet", "--version"); !strings.Contains(out, strings.TrimSuffix(versionOf(t, p.deb), "-1")) {
-		t.Errorf("anet --version = %q, want the package version %s", out, versionOf(t, p.deb))
+	if out := run("usr/bin/anet", "--version"); !strings.Contains(out, version) {
+		t.Errorf("anet --version = %q, want the package version %s", out, version)
 	}
 	var probe struct {
 		OK     bool   `json:"ok"`
@@ -364,15 +381,93 @@ func TestInstallDeb(t *testing.T) {
 		}
 	}
 	startInstalledAnetd(t, root, env)
+}
 
-	if out, err := exec.Command(dpkg, append(dpkgArgs, "--purge", "anet")...).CombinedOutput(); err != nil {
-		t.Fatalf("dpkg --purge: %v\n%s", err, out)
+// TestInstallRPM (C4): the .rpm installs with rpm into a throw-away root (its own rpm
+// database; bubblewrap, its one requirement, is the host's), every file lands where
+// `rpm -qlv` says with its mode, `rpm -V` finds nothing changed, the installed programs run as
+// in TestInstallDeb, and `rpm -e` leaves nothing of the package behind. The package has no
+// scriptlets, so nothing is run inside the root.
+func TestInstallRPM(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("rpm installs into another root only as root: run this test as root (sudo go test ./packaging -run TestInstallRPM), as CI does")
 	}
-	for p := range tree(t, root) {
-		if !before[p] && !strings.HasPrefix(p, "var/lib/dpkg/") && p != "dpkg.log" {
-			t.Errorf("left after purge: %s", p)
+	rpm := requireTool(t, "rpm", "rpm")
+	requireTool(t, "bwrap", "bubblewrap")
+	p := packageBuild(t)
+	root, err := os.MkdirTemp("", "anet-rpmroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	os.Chmod(root, 0o755)
+	db := filepath.Join(root, "var", "lib", "rpm")
+	rpmArgs := func(args ...string) []string {
+		return append([]string{"--root", root, "--dbpath", "/var/lib/rpm"}, args...)
+	}
+	if out, err := exec.Command(rpm, rpmArgs("--initdb")...).CombinedOutput(); err != nil {
+		t.Fatalf("rpm --initdb: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("rpm --initdb made no database in the root: %v", err)
+	}
+	before := tree(t, root)
+	if out, err := exec.Command(rpm, rpmArgs("-i", "--nodeps", p.rpm)...).CombinedOutput(); err != nil {
+		t.Fatalf("rpm -i: %v\n%s", err, out)
+	}
+	files := rpmFiles(t, rpm, p.rpm)
+	if len(files) < 15 {
+		t.Fatalf("rpm -qlvp listed %d files: %v", len(files), files)
+	}
+	for dst, mode := range files {
+		fi, err := os.Stat(filepath.Join(root, dst))
+		if err != nil {
+			t.Errorf("installed file %s: %v", dst, err)
+			continue
+		}
+		if fi.Mode().String() != mode {
+			t.Errorf("installed %s mode %s, want %s", dst, fi.Mode(), mode)
 		}
 	}
+	if out, err := exec.Command(rpm, rpmArgs("-V", "--nodeps", "anet")...).CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("rpm -V anet: %v\n%s", err, out)
+	}
+	ver, err := exec.Command(rpm, "-qp", "--queryformat", "%{VERSION}", p.rpm).Output()
+	if err != nil {
+		t.Fatalf("rpm -qp VERSION: %v", err)
+	}
+	checkInstalled(t, root, string(ver), files)
+
+	if out, err := exec.Command(rpm, rpmArgs("-e", "anet")...).CombinedOutput(); err != nil {
+		t.Fatalf("rpm -e: %v\n%s", err, out)
+	}
+	// What may stay are the directories that, on a real system, the distribution's own
+	// packages own (/usr/bin, the man and completion dirs, …); nothing named for this package.
+	for p := range tree(t, root) {
+		if before[p] || strings.HasPrefix(p, "var/lib/rpm") {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(root, p)); err != nil || !fi.IsDir() || strings.Contains(filepath.Base(p), "anet") {
+			t.Errorf("left after rpm -e: %s", p)
+		}
+	}
+}
+
+// rpmFiles is what the .rpm installs: regular files and their modes, as `rpm -qlv` shows them.
+func rpmFiles(t *testing.T, rpm, file string) map[string]string {
+	t.Helper()
+	out, err := exec.Command(rpm, "-qlvp", file).Output()
+	if err != nil {
+		t.Fatalf("rpm -qlvp: %v", err)
+	}
+	files := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 9 && strings.HasPrefix(f[0], "-") {
+			files[f[len(f)-1]] = f[0]
+		}
+	}
+	return files
 }
 
 // versionOf is the Version field of a .deb.
