@@ -3,6 +3,7 @@ module anet.dev/anet
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/hashicorp/yamux v0.1.2
 	github.com/mdlayher/vsock v1.4.0

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"runtime"
@@ -38,68 +40,73 @@ type VerifyResult struct {
 // hash and verify with pub; and an entry without its own signature must be followed by a
 // checkpoint. It returns a *ChainError naming the first entry that is not proven — for a
 // checkpoint that fails, the first entry it was to vouch for; other errors are database
-// failures. Signatures are checked on every core while the rows stream in.
+// failures. Signatures are checked in batches (sigbatch.go) on every core while the rows
+// stream in; memory stays bounded by a few batches, however long the chain.
 func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult, error) {
 	var res VerifyResult
 	if len(pub) != ed25519.PublicKeySize {
 		return res, fmt.Errorf("verify evidence: public key has %d bytes, want %d", len(pub), ed25519.PublicKeySize)
 	}
+	bv, err := newBatchVerifier(pub)
+	if err != nil {
+		return res, fmt.Errorf("verify evidence: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT e.seq, e.time, e.unix_nano, e.kind, e.peer, e.interaction, e.details,
-		e.prev_hash, e.hash, e.sig, c.time, c.hash, c.sig
+		e.prev_hash, e.hash, e.sig, c.seq, c.time, c.hash, c.sig
 		FROM evidence e LEFT JOIN evidence_checkpoints c ON c.seq = e.seq ORDER BY e.seq`)
 	if err != nil {
 		return res, fmt.Errorf("verify evidence: %w", err)
 	}
 	defer rows.Close()
 
-	sigs := newSigChecker(pub)
+	sigs := newSigChecker(bv)
 	var (
 		first     *failure // the earliest failure found in the scan itself
 		prevSeq   int64
 		prevHash  [32]byte
-		coveredTo int64 // the last entry vouched for by a signature (its own or a checkpoint's)
-		// heads holds the hash at each entry a signature vouches for: what Head is when a
-		// later failure leaves the chain proven up to there.
-		heads = map[int64][32]byte{}
+		coveredTo int64    // the last entry vouched for by a signature (its own or a checkpoint's)
+		covered   [32]byte // its hash: Head when a later failure leaves the chain proven up to there
+		// The blob columns are read without a copy; what a signature check keeps is copied.
+		r             rawEntry
+		prevRaw, hRaw sql.RawBytes
+		sigRaw        sql.RawBytes
+		cpSeq         sql.NullInt64
+		cpTime        sql.RawBytes
+		cpHash, cpSig sql.RawBytes
 	)
 	for rows.Next() {
-		var (
-			r             rawEntry
-			cpTime        *string
-			cpHash, cpSig []byte
-		)
 		if err := rows.Scan(&r.seq, &r.timeText, &r.unixNano, &r.kind, &r.peer, &r.interaction, &r.details,
-			&r.prevHash, &r.hash, &r.sig, &cpTime, &cpHash, &cpSig); err != nil {
+			&prevRaw, &hRaw, &sigRaw, &cpSeq, &cpTime, &cpHash, &cpSig); err != nil {
 			sigs.wait()
 			return res, fmt.Errorf("verify evidence: %w", err)
 		}
+		r.prevHash, r.hash, r.sig = prevRaw, hRaw, sigRaw
 		if cerr := checkEntry(r, prevSeq, prevHash); cerr != nil {
 			// Entries before this one are proven only as far as a signature reached.
-			first = &failure{blame: cerr.Seq, verified: coveredTo, reason: cerr.Reason}
+			first = &failure{blame: cerr.Seq, verified: coveredTo, head: covered, reason: cerr.Reason}
 			break
 		}
 		hash := [32]byte(r.hash)
 		switch len(r.sig) {
 		case ed25519.SignatureSize:
-			sigs.check(r.seq, r.seq, hash[:], r.sig, "signature invalid")
-			coveredTo = r.seq
-			heads[r.seq] = hash
+			sigs.check(sigJob{blame: r.seq, verified: coveredTo, head: covered, msg: hash[:], sig: bytes.Clone(r.sig)})
+			coveredTo, covered = r.seq, hash
 		case 0:
 		default:
-			first = &failure{blame: r.seq, verified: coveredTo, reason: fmt.Sprintf("malformed: sig %d bytes, want 0 or 64", len(r.sig))}
+			first = &failure{blame: r.seq, verified: coveredTo, head: covered, reason: fmt.Sprintf("malformed: sig %d bytes, want 0 or 64", len(r.sig))}
 		}
 		if first != nil {
 			break
 		}
-		if cpTime != nil {
+		if cpSeq.Valid {
 			if len(cpHash) != 32 || [32]byte(cpHash) != hash {
-				first = &failure{blame: coveredTo + 1, verified: coveredTo,
+				first = &failure{blame: coveredTo + 1, verified: coveredTo, head: covered,
 					reason: fmt.Sprintf("the checkpoint at entry %d does not sign this chain (its hash %s…, the entry's %s…)", r.seq, hex.EncodeToString(cpHash[:min(4, len(cpHash))]), hex.EncodeToString(r.hash[:4]))}
 				break
 			}
-			sigs.check(coveredTo+1, r.seq, CheckpointEncoding(r.seq, *cpTime, hash), cpSig, fmt.Sprintf("the checkpoint at entry %d: signature invalid", r.seq))
-			heads[r.seq] = hash
-			coveredTo = r.seq
+			sigs.check(sigJob{blame: coveredTo + 1, verified: coveredTo, head: covered, checkpoint: r.seq,
+				msg: CheckpointEncoding(r.seq, string(cpTime), hash), sig: bytes.Clone(cpSig)})
+			coveredTo, covered = r.seq, hash
 			res.Checkpoints++
 		}
 		prevSeq, prevHash = r.seq, hash
@@ -109,14 +116,14 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 		return res, fmt.Errorf("verify evidence: %w", err)
 	}
 	if first == nil && coveredTo < prevSeq {
-		first = &failure{blame: coveredTo + 1, verified: coveredTo, reason: "not vouched for by a signed checkpoint (none follows it)"}
+		first = &failure{blame: coveredTo + 1, verified: coveredTo, head: covered, reason: "not vouched for by a signed checkpoint (none follows it)"}
 	}
 	if f := sigs.wait(); f != nil && (first == nil || f.blame < first.blame) {
 		first = f
 	}
 	if first != nil {
 		res.Entries = first.verified
-		res.Head = heads[first.verified]
+		res.Head = first.head
 		return res, &ChainError{Seq: first.blame, Reason: first.reason}
 	}
 	res.Entries = prevSeq
@@ -157,55 +164,89 @@ func checkEntry(r rawEntry, prevSeq int64, prevHash [32]byte) *ChainError {
 	return nil
 }
 
-// failure is a reason the chain is not proven from entry blame on; verified entries precede it.
+// failure is a reason the chain is not proven from entry blame on; verified entries precede
+// it, the last with hash head.
 type failure struct {
 	blame, verified int64
+	head            [32]byte
 	reason          string
 }
 
-// sigChecker verifies signatures on every core; wait returns the failure with the lowest
-// blame.
+// sigBatch is how many signatures one batch verification takes: large enough that the shared
+// doublings of the multi-scalar multiplication cost little per signature, small enough that
+// both cores get batches of a short chain and memory stays bounded for a long one.
+const sigBatch = 64
+
+// sigChecker verifies signatures in batches on every core while the rows stream in; wait
+// returns the failure with the lowest blame.
 type sigChecker struct {
-	pub  ed25519.PublicKey
-	jobs chan sigJob
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	bad  *failure
+	v     *batchVerifier
+	batch []sigJob      // being filled by the scan
+	jobs  chan []sigJob // full batches, at most two per core waiting
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	bad   *failure
 }
 
+// sigJob is one signature to check: if it fails, entries from blame on are not proven, and
+// the chain is proven up to entry verified, whose hash is head.
 type sigJob struct {
-	blame, seq int64
-	msg, sig   []byte
-	reason     string
+	blame, verified int64
+	head            [32]byte
+	checkpoint      int64 // the checkpoint's entry, or 0 for an entry's own signature
+	msg, sig        []byte
 }
 
-func newSigChecker(pub ed25519.PublicKey) *sigChecker {
-	c := &sigChecker{pub: pub, jobs: make(chan sigJob, 256)}
-	for range runtime.GOMAXPROCS(0) {
+func (j sigJob) failure() *failure {
+	reason := "signature invalid"
+	if j.checkpoint != 0 {
+		reason = fmt.Sprintf("the checkpoint at entry %d: signature invalid", j.checkpoint)
+	}
+	return &failure{blame: j.blame, verified: j.verified, head: j.head, reason: reason}
+}
+
+func newSigChecker(v *batchVerifier) *sigChecker {
+	workers := runtime.GOMAXPROCS(0)
+	c := &sigChecker{v: v, batch: make([]sigJob, 0, sigBatch), jobs: make(chan []sigJob, 2*workers)}
+	for range workers {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			for j := range c.jobs {
-				if len(j.sig) == ed25519.SignatureSize && ed25519.Verify(c.pub, j.msg, j.sig) {
-					continue
+			for batch := range c.jobs {
+				for i, ok := range c.v.valid(batch) {
+					if !ok {
+						c.fail(batch[i]) // the first of the batch: blames rise with i
+						break
+					}
 				}
-				c.mu.Lock()
-				if c.bad == nil || j.blame < c.bad.blame {
-					c.bad = &failure{blame: j.blame, verified: j.blame - 1, reason: j.reason}
-				}
-				c.mu.Unlock()
 			}
 		}()
 	}
 	return c
 }
 
-// check queues msg's signature: if it fails, entries from blame on are not proven.
-func (c *sigChecker) check(blame, seq int64, msg, sig []byte, reason string) {
-	c.jobs <- sigJob{blame: blame, seq: seq, msg: msg, sig: sig, reason: reason}
+func (c *sigChecker) fail(j sigJob) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bad == nil || j.blame < c.bad.blame {
+		c.bad = j.failure()
+	}
+}
+
+// check queues j; the checker keeps its msg and sig.
+func (c *sigChecker) check(j sigJob) {
+	c.batch = append(c.batch, j)
+	if len(c.batch) == sigBatch {
+		c.jobs <- c.batch
+		c.batch = make([]sigJob, 0, sigBatch)
+	}
 }
 
 func (c *sigChecker) wait() *failure {
+	if len(c.batch) > 0 {
+		c.jobs <- c.batch
+		c.batch = nil
+	}
 	close(c.jobs)
 	c.wg.Wait()
 	return c.bad
