@@ -50,7 +50,9 @@ func TestByteCapExactWithSpliceR1(t *testing.T) {
 					}
 				}
 				if front == "unix" {
-					// Counted after each splice into the agent's socket: a moment after the agent has the bytes.
+					// Counted when the pipe closes, so end the tunnel first.
+					conn.Close()
+					sc.c.Close()
 					testkit.WaitFor(t, "the received bytes counted as spliced (the zero-copy path)", func() bool { return splicedBytes.Load()-before >= lim })
 				}
 			})
@@ -75,6 +77,8 @@ func TestByteCapExactWithSpliceR1(t *testing.T) {
 					t.Fatalf("upstream got %d bytes, want exactly %d", sc.n(), sentLim)
 				}
 				if front == "unix" {
+					conn.Close()
+					sc.c.Close()
 					testkit.WaitFor(t, "the sent bytes counted as spliced (the zero-copy path)", func() bool { return splicedBytes.Load()-before >= lim })
 				}
 			})

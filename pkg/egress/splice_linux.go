@@ -26,12 +26,15 @@ import (
 const pipeSize = maxChunk
 
 // splicedBytes counts bytes moved by splice, for tests that check the zero-copy path is taken.
+// Each splicer adds its count once, when it closes: no atomic shared by every tunnel is
+// touched per chunk.
 var splicedBytes atomic.Int64
 
 // splicer is one direction's pipe.
 type splicer struct {
-	r, w int // the pipe's read and write ends
-	size int
+	r, w  int // the pipe's read and write ends
+	size  int
+	moved int64 // bytes spliced through; only the pump's goroutine touches it
 }
 
 // newSplicer makes a pipe for a splice between src and dst, or returns nil when either is not
@@ -54,6 +57,13 @@ func newSplicer(dst, src net.Conn) *splicer {
 		return nil
 	}
 	s.size = size
+	if u, ok := dst.(*net.UnixConn); ok {
+		// A unix stream socket queues to its peer only as much as the sender's buffer holds
+		// (208 KiB by default): with room for a whole pipe, one splice empties the pipe, and
+		// the reader finds more per wake-up. Where the system caps the size lower
+		// (net.core.wmem_max), the kernel keeps the cap, and so do we.
+		u.SetWriteBuffer(size)
+	}
 	return s
 }
 
@@ -70,6 +80,7 @@ func spliceable(c net.Conn) bool {
 func (s *splicer) close() {
 	unix.Close(s.r)
 	unix.Close(s.w)
+	splicedBytes.Add(s.moved)
 }
 
 // splicePump is pump's zero-copy path: src → pipe → dst until EOF, error, idle or the end of
@@ -116,7 +127,7 @@ func (t *tunnel) splicePump(dir int, dst, src net.Conn, b *budget, s *splicer) {
 			}
 			return
 		}
-		splicedBytes.Add(n)
+		s.moved += n
 	}
 }
 
