@@ -239,3 +239,52 @@ func TestGroupWriteOutlivesItsCallersContextB5(t *testing.T) {
 		t.Fatalf("write after its caller gave up = %v, want context.Canceled", err)
 	}
 }
+
+// B5: Verify reads entries and checkpoints in one snapshot, so a chain that grows while it is
+// read verifies every time, as far as it had grown, never with entries its checkpoints do not
+// yet cover.
+func TestVerifyWhileAppendingB5(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	signer := newSeedSigner(1)
+	appendN(t, s, signer, 1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.Append(ctx, signer, EntryInput{Kind: "queued", Details: map[string]int{"w": w, "i": i}}); err != nil {
+					t.Errorf("append: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	var last int64
+	deadline := time.Now().Add(time.Minute)
+	for last < 300 && !t.Failed() {
+		if time.Now().After(deadline) {
+			t.Errorf("the chain reached only %d entries in a minute of appending", last)
+			break
+		}
+		res, err := s.Verify(ctx, signer.Public())
+		if err != nil || res.Entries < last {
+			t.Errorf("Verify while appending = %+v, %v; want no error and at least %d entries", res, err, last)
+			break
+		}
+		last = res.Entries
+	}
+	close(stop)
+	wg.Wait()
+	if res, err := s.Verify(ctx, signer.Public()); err != nil || res.Entries < last {
+		t.Fatalf("Verify after appending = %+v, %v", res, err)
+	}
+	t.Logf("verified up to %d entries while appending", last)
+}

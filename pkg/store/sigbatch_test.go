@@ -99,10 +99,10 @@ func TestCanonicalPointB5(t *testing.T) {
 		enc  string
 		want bool
 	}{
-		{"5866666666666666666666666666666666666666666666666666666666666666", true}, // the base point
-		{"0100000000000000000000000000000000000000000000000000000000000000", true}, // the identity
+		{"5866666666666666666666666666666666666666666666666666666666666666", true},  // the base point
+		{"0100000000000000000000000000000000000000000000000000000000000000", true},  // the identity
 		{"0100000000000000000000000000000000000000000000000000000000000080", false}, // identity, x = -0
-		{"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", true}, // y = p-1
+		{"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", true},  // y = p-1
 		{"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", false}, // y = p-1, x = -0
 		{p, false}, // y = p
 		{"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", false}, // y = p+1

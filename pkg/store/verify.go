@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
 	"runtime"
@@ -51,13 +52,35 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 	if err != nil {
 		return res, fmt.Errorf("verify evidence: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT e.seq, e.time, e.unix_nano, e.kind, e.peer, e.interaction, e.details,
-		e.prev_hash, e.hash, e.sig, c.seq, c.time, c.hash, c.sig
-		FROM evidence e LEFT JOIN evidence_checkpoints c ON c.seq = e.seq ORDER BY e.seq`)
+	// One read transaction on one connection holds both cursors in one snapshot. A plain
+	// BEGIN: the store's own transactions begin IMMEDIATE, which would hold off every append.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return res, fmt.Errorf("verify evidence: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		return res, fmt.Errorf("verify evidence: %w", err)
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), `ROLLBACK`); err != nil {
+			// Never hand the pool a connection still inside a read transaction (its snapshot
+			// would hold off every WAL checkpoint): this one is closed instead.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	rows, err := conn.QueryContext(ctx, `SELECT `+entryColumns+` FROM evidence ORDER BY seq`)
 	if err != nil {
 		return res, fmt.Errorf("verify evidence: %w", err)
 	}
 	defer rows.Close()
+	// The checkpoints stream beside the entries (a join would look one up for every entry).
+	cps, err := conn.QueryContext(ctx, `SELECT seq, time, hash, sig FROM evidence_checkpoints ORDER BY seq`)
+	if err != nil {
+		return res, fmt.Errorf("verify evidence: %w", err)
+	}
+	defer cps.Close()
+	cp := checkpointCursor{rows: cps}
 
 	sigs := newSigChecker(bv)
 	var (
@@ -67,20 +90,20 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 		coveredTo int64    // the last entry vouched for by a signature (its own or a checkpoint's)
 		covered   [32]byte // its hash: Head when a later failure leaves the chain proven up to there
 		// The blob columns are read without a copy; what a signature check keeps is copied.
-		r             rawEntry
-		prevRaw, hRaw sql.RawBytes
-		sigRaw        sql.RawBytes
-		cpSeq         sql.NullInt64
-		cpTime        sql.RawBytes
-		cpHash, cpSig sql.RawBytes
+		r                     rawEntry
+		prevRaw, hRaw, sigRaw sql.RawBytes
 	)
 	for rows.Next() {
 		if err := rows.Scan(&r.seq, &r.timeText, &r.unixNano, &r.kind, &r.peer, &r.interaction, &r.details,
-			&prevRaw, &hRaw, &sigRaw, &cpSeq, &cpTime, &cpHash, &cpSig); err != nil {
+			&prevRaw, &hRaw, &sigRaw); err != nil {
 			sigs.wait()
 			return res, fmt.Errorf("verify evidence: %w", err)
 		}
 		r.prevHash, r.hash, r.sig = prevRaw, hRaw, sigRaw
+		if err := cp.seek(r.seq); err != nil {
+			sigs.wait()
+			return res, fmt.Errorf("verify evidence: checkpoints: %w", err)
+		}
 		if cerr := checkEntry(r, prevSeq, prevHash); cerr != nil {
 			// Entries before this one are proven only as far as a signature reached.
 			first = &failure{blame: cerr.Seq, verified: coveredTo, head: covered, reason: cerr.Reason}
@@ -98,14 +121,14 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 		if first != nil {
 			break
 		}
-		if cpSeq.Valid {
-			if len(cpHash) != 32 || [32]byte(cpHash) != hash {
+		if cp.ok && cp.seq == r.seq {
+			if len(cp.hash) != 32 || [32]byte(cp.hash) != hash {
 				first = &failure{blame: coveredTo + 1, verified: coveredTo, head: covered,
-					reason: fmt.Sprintf("the checkpoint at entry %d does not sign this chain (its hash %s…, the entry's %s…)", r.seq, hex.EncodeToString(cpHash[:min(4, len(cpHash))]), hex.EncodeToString(r.hash[:4]))}
+					reason: fmt.Sprintf("the checkpoint at entry %d does not sign this chain (its hash %s…, the entry's %s…)", r.seq, hex.EncodeToString(cp.hash[:min(4, len(cp.hash))]), hex.EncodeToString(r.hash[:4]))}
 				break
 			}
 			sigs.check(sigJob{blame: coveredTo + 1, verified: coveredTo, head: covered, checkpoint: r.seq,
-				msg: CheckpointEncoding(r.seq, string(cpTime), hash), sig: bytes.Clone(cpSig)})
+				msg: CheckpointEncoding(r.seq, string(cp.time), hash), sig: bytes.Clone(cp.sig)})
 			coveredTo, covered = r.seq, hash
 			res.Checkpoints++
 		}
@@ -129,6 +152,31 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 	res.Entries = prevSeq
 	res.Head = prevHash
 	return res, nil
+}
+
+// checkpointCursor walks the checkpoints in sequence order beside the entries.
+type checkpointCursor struct {
+	rows            *sql.Rows
+	ok              bool // the cursor is on a checkpoint (not before the first nor past the last)
+	seq             int64
+	time, hash, sig sql.RawBytes
+	done            bool
+}
+
+// seek moves to the first checkpoint at or after seq. A checkpoint of no entry is passed
+// over, as it vouches for nothing.
+func (c *checkpointCursor) seek(seq int64) error {
+	for !c.done && (!c.ok || c.seq < seq) {
+		if !c.rows.Next() {
+			c.ok, c.done = false, true
+			return c.rows.Err()
+		}
+		if err := c.rows.Scan(&c.seq, &c.time, &c.hash, &c.sig); err != nil {
+			return err
+		}
+		c.ok = true
+	}
+	return nil
 }
 
 // checkEntry checks one entry against its predecessor: sequence, links, hash, time.
