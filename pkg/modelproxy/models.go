@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -59,9 +60,32 @@ type Catalog struct {
 // suffix1M asks for the 1M-token context window (Claude Code's `[1m]`).
 const suffix1M = "[1m]"
 
+// FileError is a models file LoadCatalog refuses: its words name the file and the field,
+// and its reason is ModelsFileInvalid, so every path that checks the file (anetd --check,
+// anet doctor, anet-egress check and serve) gives the same code and words (C4).
+type FileError struct{ Msg string }
+
+func (e *FileError) Error() string { return e.Msg }
+
+// Reason is the rule's code.
+func (e *FileError) Reason() reasons.Code { return ModelsFileInvalid }
+
 // LoadCatalog returns the embedded catalog with the override file at path merged on top
-// (empty path: none). A missing override file is an error: the operator named it.
+// (empty path: none). A missing override file is an error: the operator named it. Every
+// error is a *FileError. The catalog returned is never changed afterwards: runs share it.
 func LoadCatalog(overridePath string) (*Catalog, error) {
+	c, err := loadCatalog(overridePath)
+	if err != nil {
+		return nil, &FileError{Msg: err.Error()}
+	}
+	return c, nil
+}
+
+// Builtin is the embedded catalog alone, parsed once and shared; it fails only in a broken
+// build.
+var Builtin = sync.OnceValues(func() (*Catalog, error) { return LoadCatalog("") })
+
+func loadCatalog(overridePath string) (*Catalog, error) {
 	base, err := parseCatalog("embedded models.yaml", builtinModels)
 	if err != nil {
 		return nil, err
@@ -71,7 +95,7 @@ func LoadCatalog(overridePath string) (*Catalog, error) {
 	}
 	data, err := os.ReadFile(overridePath)
 	if err != nil {
-		return nil, fmt.Errorf("read models override: %w", err)
+		return nil, fmt.Errorf("read models file: %w", err)
 	}
 	over, err := parseCatalog(overridePath, data)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // E2: models live in a data file with an operator override merged on top.
@@ -52,16 +53,25 @@ func TestCatalogOverrideE2(t *testing.T) {
 		{"price as a list", "providers:\n  openai:\n    models: {x: {input_price: [1], output_price: 1}}\n", "price must be a decimal"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := LoadCatalog(write(t, c.yaml))
+			p := write(t, c.yaml)
+			_, err := LoadCatalog(p)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("LoadCatalog(%s) = %v, want error naming %q", c.name, err, c.want)
 			}
+			wantModelsFileInvalid(t, err, p)
 		})
 	}
 	t.Run("missing override file", func(t *testing.T) {
-		if _, err := LoadCatalog("/nonexistent/models.yaml"); err == nil {
+		_, err := LoadCatalog("/nonexistent/models.yaml")
+		if err == nil {
 			t.Fatal("LoadCatalog(missing) = nil, want error")
 		}
+		wantModelsFileInvalid(t, err, "/nonexistent/models.yaml")
+	})
+	t.Run("not YAML", func(t *testing.T) {
+		p := write(t, "providers: [\n")
+		_, err := LoadCatalog(p)
+		wantModelsFileInvalid(t, err, p)
 	})
 	t.Run("prices read exactly, cache prices default to input", func(t *testing.T) {
 		p := write(t, "providers:\n  custom:\n    models:\n      local-1: {input_price: \"0.3\", output_price: 1.000001}\n")
@@ -97,5 +107,17 @@ func TestBuiltinPricesK1(t *testing.T) {
 	h := c.Providers["anthropic"].Models["claude-haiku-5-5"].Prices
 	if want := (money.Prices{Input: 100_000, Output: 500_000, CacheWrite: 125_000, CacheRead: 10_000}); h == nil || *h != want {
 		t.Fatalf("claude-haiku-5-5 prices = %+v, want %+v", h, want)
+	}
+}
+
+// C4: every refusal of the models file carries models_file_invalid and names the file, so
+// anetd --check, anet doctor and anet-egress say the same thing, not "internal".
+func wantModelsFileInvalid(t *testing.T, err error, path string) {
+	t.Helper()
+	if got := reasons.CodeOf(err); got != ModelsFileInvalid {
+		t.Errorf("CodeOf(%v) = %q, want %q", err, got, ModelsFileInvalid)
+	}
+	if msg := reasons.Message(err); !strings.Contains(msg, path) {
+		t.Errorf("Message(%v) = %q, want it to name %s", err, msg, path)
 	}
 }
