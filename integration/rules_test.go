@@ -126,8 +126,9 @@ func ruleCases() []ruleCase {
 		return runProgram(t, name, env, testharness.Bin(t, "anet-egress"), args...)
 	}
 	// endpoint runs anet-egress's endpoint, which serves each run, with a policy, a keys
-	// file (keys: its content, or the path of one when it starts with "/") and a socket.
-	endpoint := func(t *testing.T, n *testNode, env []string, policy, keys, sock string) pathRun {
+	// file (keys: its content, or the path of one when it starts with "/"), a socket and
+	// the extra flags given.
+	endpoint := func(t *testing.T, n *testNode, env []string, policy, keys, sock string, extra ...string) pathRun {
 		dir := n.path("ep")
 		pf, kf := filepath.Join(dir, "policy.json"), filepath.Join(dir, "ek.yaml")
 		writeFile(t, pf, policy, 0o600)
@@ -139,7 +140,7 @@ func ruleCases() []ruleCase {
 		if sock == "" {
 			sock = filepath.Join(dir, "run", "endpoint.sock")
 		}
-		return egress(t, "anet-egress endpoint", env, "endpoint", "--policy", pf, "--socket", sock, "--keys", kf)
+		return egress(t, "anet-egress endpoint", env, append([]string{"endpoint", "--policy", pf, "--socket", sock, "--keys", kf}, extra...)...)
 	}
 	return []ruleCase{
 		{
@@ -159,6 +160,24 @@ func ruleCases() []ruleCase {
 					endpoint(t, n, env, `{"run_id":"r1","agent":"claude"}`, link, ""),
 				)
 				return runs, fmt.Sprintf("keys file %s is a symlink (to %s); put the file itself there, or set keys_file to the target", link, target)
+			},
+		},
+		{
+			// anet-egress loads the file (at start and on reload); anetd and the CLI learn
+			// its verdict from anet-egress check, in the same call as the keys file's.
+			name: "models file with an alias to no model",
+			code: "models_file_invalid",
+			runs: func(t *testing.T, n *testNode, env []string) ([]pathRun, string) {
+				models := n.path("config", "anet", "models.yaml")
+				writeFile(t, models, "providers:\n  anthropic:\n    aliases: {quick: claude-nowhere-1}\n", 0o600)
+				kf := n.path("ep-keys.yaml")
+				writeFile(t, kf, "anthropic: sk-ant-test\n", 0o600)
+				runs := append(anetd(t, env),
+					doctorFinding(t, env),
+					egress(t, "anet-egress check", env, "check", "--keys", kf, "--models", models),
+					endpoint(t, n, env, `{"run_id":"r1","agent":"claude"}`, kf, "", "--models", models),
+				)
+				return runs, fmt.Sprintf(`models file %s: providers.anthropic.aliases.quick: "claude-nowhere-1" is not in models`, models)
 			},
 		},
 		{

@@ -27,10 +27,13 @@ func serveCommand() *cli.Command {
 			log := newLogger()
 			// The keys are read here (at start and on each reload) and stay in this
 			// process. anetd only ever learns which providers have one.
-			s := service.New(keys.Keys{}, c.String("runs-dir"), c.String("models"), log)
-			// Keep serving whatever the keys file holds, so anetd can show the reason;
-			// endpoints refuse to open with no_api_key until the file is fixed and reloaded.
+			s := service.New(keys.Keys{}, c.String("runs-dir"), log)
+			// Keep serving whatever the keys file and the models file hold, so anetd can
+			// show the reason; endpoints refuse to open with no_api_key, or with
+			// models_file_invalid, until the file is fixed and reloaded. The models file
+			// is read here and on each reload only: an edit changes no run until then (U3).
 			s.LoadKeys(c.String("keys"))
+			s.LoadModels(c.String("models"))
 			if err := s.MakeRunsDir(); err != nil {
 				return err
 			}

@@ -114,12 +114,8 @@ func localView(ctx context.Context, p config.Paths, c config.Config) control.Doc
 	} else {
 		v.AgentPath, _ = filepath.Abs(prog)
 	}
-	models := ""
-	if _, err := os.Stat(p.ModelsFile()); err == nil {
-		models = p.ModelsFile()
-	}
 	q := preflight.QueryFor(c.AutoReply)
-	a, err := preflight.HelperCheck(ctx, "", p.KeysFile, models, &q)
+	a, err := preflight.HelperCheck(ctx, "", p.KeysFile, preflight.ModelsFile(p), &q)
 	if err != nil {
 		v.Keys = preflight.KeysVerdict{Code: reasons.Internal, Message: err.Error()}
 		return v

@@ -40,8 +40,9 @@ const settleWait = 5 * time.Second
 type Options struct {
 	// SocketName names the socket in the run directory; "" is SocketName.
 	SocketName string
-	// ModelsOverride is the operator's models file merged over the built-in one ("" none).
-	ModelsOverride string
+	// Catalog is the models catalog, loaded once by the caller (anet-egress, at start and on
+	// each reload) and shared by runs; nil is the built-in list.
+	Catalog *modelproxy.Catalog
 	// RootCAs verifies the model upstream; nil is the system store.
 	RootCAs *x509.CertPool
 	// Transport replaces the model upstream transport (benchmarks); nil is the default.
@@ -91,7 +92,7 @@ type Endpoint struct {
 
 // resolve is what an endpoint for p needs before it listens: the upstream (E10), its key,
 // and the rule engine with the pinned model (E2).
-func resolve(p Policy, k keys.Keys, modelsOverride string) (modelproxy.Upstream, keys.Secret, *modelproxy.Engine, error) {
+func resolve(p Policy, k keys.Keys, cat *modelproxy.Catalog) (modelproxy.Upstream, keys.Secret, *modelproxy.Engine, error) {
 	up, err := modelproxy.UpstreamFor(p.Agent, p.APIBase)
 	if err != nil {
 		return up, keys.Secret{}, nil, err
@@ -100,9 +101,10 @@ func resolve(p Policy, k keys.Keys, modelsOverride string) (modelproxy.Upstream,
 	if !ok {
 		return up, keys.Secret{}, nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
 	}
-	cat, err := modelproxy.LoadCatalog(modelsOverride)
-	if err != nil {
-		return up, keys.Secret{}, nil, err
+	if cat == nil {
+		if cat, err = modelproxy.Builtin(); err != nil {
+			return up, keys.Secret{}, nil, err
+		}
 	}
 	eng, err := modelproxy.NewEngine(up, p.Model, cat)
 	if err != nil {
@@ -114,12 +116,12 @@ func resolve(p Policy, k keys.Keys, modelsOverride string) (modelproxy.Upstream,
 // Check answers whether a run with policy p could open its endpoint here, as Open decides
 // it (upstream, key, pinned model), without opening anything; it returns the model the run
 // would be pinned to. `anet doctor` asks it of the running anet-egress, or of `anet-egress
-// check` when no anetd runs.
-func Check(p Policy, k keys.Keys, modelsOverride string) (string, error) {
+// check` when no anetd runs. cat is as Options.Catalog.
+func Check(p Policy, k keys.Keys, cat *modelproxy.Catalog) (string, error) {
 	if err := p.Validate(); err != nil {
 		return "", err
 	}
-	_, _, eng, err := resolve(p, k, modelsOverride)
+	_, _, eng, err := resolve(p, k, cat)
 	if err != nil {
 		return "", err
 	}
@@ -140,7 +142,7 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 		log = slog.Default()
 	}
 	log = log.With("run", p.RunID)
-	up, key, eng, err := resolve(p, k, o.ModelsOverride)
+	up, key, eng, err := resolve(p, k, o.Catalog)
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint: %w", err)
 	}

@@ -85,6 +85,11 @@ func (n *Node) status() control.Status {
 			}
 			st.Warnings = append(st.Warnings, control.Warning{Code: string(code), Text: reasons.Text(code), Detail: v.Message})
 		}
+		// A models file it refused: runs keep the last good one, or, if it never read
+		// one, are refused until the file is fixed and reloaded.
+		if mv := n.modelsVerdict(eg); !mv.OK {
+			st.Warnings = append(st.Warnings, control.Warning{Code: string(mv.Code), Text: reasons.Text(mv.Code), Detail: mv.Message})
+		}
 	}
 	sort.Strings(st.ProvidersKeyed)
 	var reloadWarnings []control.Warning

@@ -2,10 +2,10 @@ package node
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 
 	"anet.dev/anet/pkg/helperpath"
+	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 )
 
@@ -51,8 +51,8 @@ func (n *Node) startHelpers(ctx context.Context) error {
 	// The keys file's path (not its content) is all anetd hands over; the models override,
 	// when the operator wrote one, is read by anet-egress too (it prices the runs, K1).
 	args := []string{"serve", "--keys", n.paths.KeysFile, "--runs-dir", n.endpointsDir()}
-	if _, err := os.Stat(n.paths.ModelsFile()); err == nil {
-		args = append(args, "--models", n.paths.ModelsFile())
+	if m := preflight.ModelsFile(n.paths); m != "" {
+		args = append(args, "--models", m)
 	}
 	n.egress = privsep.StartHelper(ctx, privsep.HelperSpec{
 		Name: "egress",

@@ -97,17 +97,23 @@ func (n *Node) applyReload(ctx context.Context) (control.ReloadAnswer, error) {
 	old := n.config()
 	ans := control.ReloadAnswer{OK: true, ConfigPath: paths.ConfigFile}
 	next, ans.RestartNeeded = keepRestartOnly(old, next)
-	// anet-egress reads the keys again (the file anetd started it with); it keeps its keys
-	// if the file is refused, and so does this reload.
-	var v preflight.KeysVerdict
-	if _, err := n.egress.Call(ctx, preflight.MethodReloadKeys, preflight.ReloadKeysRequest{Path: n.paths.KeysFile}, &v); err != nil {
+	// anet-egress reads the keys again (the file anetd started it with) and the models
+	// file; it keeps what it had from a file it refuses, and this reload is refused too.
+	var a preflight.CheckAnswer
+	req := preflight.ReloadKeysRequest{Path: n.paths.KeysFile, Models: preflight.ModelsFile(n.paths)}
+	if _, err := n.egress.Call(ctx, preflight.MethodReloadKeys, req, &a); err != nil {
 		return control.ReloadAnswer{}, fmt.Errorf("reload keys in anet-egress: %w", err)
 	}
 	n.mu.Lock()
-	n.keys = &keysSeen{pid: n.egress.Status().PID, verdict: v}
+	n.keys = &keysSeen{pid: n.egress.Status().PID, verdict: a.Keys, models: a.Models}
 	n.mu.Unlock()
-	if err := v.Err(); err != nil {
+	if err := a.Keys.Err(); err != nil {
 		return control.ReloadAnswer{}, err
+	}
+	if a.Models != nil {
+		if err := a.Models.Err(); err != nil {
+			return control.ReloadAnswer{}, err
+		}
 	}
 	if n.ar != nil {
 		if err := n.ar.reload(next.AutoReply, n.paths.WorkRoot(next)); err != nil {
@@ -123,11 +129,13 @@ func (n *Node) applyReload(ctx context.Context) (control.ReloadAnswer, error) {
 	return ans, nil
 }
 
-// keysSeen is anet-egress's verdict on the keys file from the last reload, valid for the
-// helper process that gave it (a restarted helper says it again in its hello).
+// keysSeen is anet-egress's verdicts on the keys file and the models file from the last
+// reload, valid for the helper process that gave them (a restarted helper says them again in
+// its hello).
 type keysSeen struct {
 	pid     int
 	verdict preflight.KeysVerdict
+	models  *preflight.ModelsVerdict
 }
 
 // keysVerdict is what anet-egress last said of the keys file: its answer to the last reload,
@@ -152,6 +160,25 @@ func (n *Node) keysVerdict(eg privsep.Status) preflight.KeysVerdict {
 		v.OK, v.Code, v.Message = false, reasons.Code(code), ke
 	}
 	return v
+}
+
+// modelsVerdict is what anet-egress last said of the models file, as keysVerdict: OK when
+// it has said nothing against it.
+func (n *Node) modelsVerdict(eg privsep.Status) preflight.ModelsVerdict {
+	n.mu.Lock()
+	seen := n.keys
+	n.mu.Unlock()
+	if seen != nil && seen.pid == eg.PID {
+		if seen.models == nil {
+			return preflight.ModelsVerdict{OK: true}
+		}
+		return *seen.models
+	}
+	if me, ok := eg.Info["models_error"].(string); ok {
+		code, _ := eg.Info["models_code"].(string)
+		return preflight.ModelsVerdict{Code: reasons.Code(code), Message: me}
+	}
+	return preflight.ModelsVerdict{OK: true}
 }
 
 // reloadOnHangup reloads on every SIGHUP (`kill -HUP`) until ctx ends.

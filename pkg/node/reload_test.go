@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/preflight"
+	"anet.dev/anet/pkg/privsep"
 )
 
 // U3: a reload names every changed setting it cannot apply and keeps the one in force, so
@@ -32,5 +34,28 @@ func TestKeepRestartOnlyU3(t *testing.T) {
 	}
 	if _, changed := keepRestartOnly(old, old); len(changed) != 0 {
 		t.Fatalf("an unchanged file needs a restart for %v", changed)
+	}
+}
+
+// U3, F2: what anet-egress last said of the models file is what status shows: its answer to
+// the last reload for the helper that gave it, else the helper's hello.
+func TestModelsVerdictU3(t *testing.T) {
+	refused := preflight.ModelsVerdict{Code: "models_file_invalid", Message: "models file m.yaml: providers.x.cheapest: \"y\" is not in models"}
+	hello := privsep.Status{PID: 7, Info: map[string]any{"models_code": string(refused.Code), "models_error": refused.Message}}
+	n := &Node{}
+	if got := n.modelsVerdict(hello); got != refused {
+		t.Fatalf("from the hello: %+v, want %+v", got, refused)
+	}
+	ok := preflight.ModelsVerdict{OK: true}
+	n.keys = &keysSeen{pid: 7, models: &ok}
+	if got := n.modelsVerdict(hello); !got.OK {
+		t.Fatalf("after an accepted reload: %+v, want OK", got)
+	}
+	n.keys = &keysSeen{pid: 7, models: &refused}
+	if got := n.modelsVerdict(privsep.Status{PID: 7}); got != refused {
+		t.Fatalf("after a refused reload: %+v, want %+v", got, refused)
+	}
+	if got := n.modelsVerdict(privsep.Status{PID: 8}); !got.OK {
+		t.Fatalf("a restarted helper that said nothing: %+v, want OK", got)
 	}
 }

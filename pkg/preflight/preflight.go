@@ -10,7 +10,9 @@
 //     socket address (config.CheckSocketPath, which anet-egress applies to each run);
 //   - the keys file: owner, mode, no symlink (config.OpenKeysFile) and its content, which
 //     only anet-egress may read, so the verdict is anet-egress's own: `anet-egress
-//     check` runs keys.Load, the function the serving helper uses.
+//     check` runs keys.Load, the function the serving helper uses;
+//   - the models override file, when the operator wrote one: anet-egress reads it too (with
+//     modelproxy.LoadCatalog, as `serve` does), in the same call as the keys file.
 package preflight
 
 import (
@@ -19,6 +21,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -42,7 +46,7 @@ type Options struct {
 
 // Result is one rule's verdict.
 type Result struct {
-	// Name says what was checked: "config", "socket paths", "keys file".
+	// Name says what was checked: "config", "socket paths", "keys file", "models file".
 	Name string
 	// Requirement is the id the rule enforces.
 	Requirement string
@@ -62,8 +66,26 @@ func Check(ctx context.Context, o Options) (config.Paths, config.Config, []Resul
 		return p, c, out
 	}
 	out = append(out, Result{Name: "socket paths", Requirement: "C4", Err: p.CheckSocketPaths()})
-	out = append(out, Result{Name: "keys file", Requirement: "F3", Err: Keys(ctx, o.HelperDir, p.KeysFile)})
+	// One run of anet-egress's check gives both files' verdicts.
+	a, err := HelperCheck(ctx, o.HelperDir, p.KeysFile, ModelsFile(p), nil)
+	if err != nil {
+		return p, c, append(out, Result{Name: "keys file", Requirement: "F3", Err: err})
+	}
+	out = append(out, Result{Name: "keys file", Requirement: "F3", Err: a.Keys.Err()})
+	if a.Models != nil {
+		out = append(out, Result{Name: "models file", Requirement: "C4", Err: a.Models.Err()})
+	}
 	return p, c, out
+}
+
+// ModelsFile is the models override file anet-egress is given: p.ModelsFile() unless there is
+// no such file ("": the built-in list). A file that exists but cannot be read is given, so
+// that its reader says why.
+func ModelsFile(p config.Paths) string {
+	if _, err := os.Stat(p.ModelsFile()); errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	return p.ModelsFile()
 }
 
 // Run applies every rule and returns the first refusal.
@@ -86,13 +108,44 @@ type KeysVerdict struct {
 	Providers []string     `json:"providers_with_key"`
 }
 
-// MethodReloadKeys asks the running anet-egress to read the keys file again (a reload, U3):
-// ReloadKeysRequest → KeysVerdict. On a refusal it keeps the keys it has.
+// MethodReloadKeys asks the running anet-egress to read the keys file and the models file
+// again (a reload, U3): ReloadKeysRequest → CheckAnswer (Keys and Models). A file it refuses
+// leaves what it read from that file before in use.
 const MethodReloadKeys = "keys.reload"
 
-// ReloadKeysRequest names the keys file to read (keys_file may have changed).
+// ReloadKeysRequest names the keys file to read (keys_file may have changed) and the models
+// override file ("" the built-in list; the operator may have written or removed it).
 type ReloadKeysRequest struct {
-	Path string `json:"path"`
+	Path   string `json:"path"`
+	Models string `json:"models,omitempty"`
+}
+
+// ModelsVerdict is the models override file's verdict by modelproxy.LoadCatalog, the
+// function the serving helper loads it with.
+type ModelsVerdict struct {
+	OK      bool         `json:"ok"`
+	Code    reasons.Code `json:"code,omitempty"`
+	Message string       `json:"message,omitempty"`
+}
+
+// ModelsVerdictOf is the verdict for the error of modelproxy.LoadCatalog.
+func ModelsVerdictOf(err error) ModelsVerdict {
+	if err == nil {
+		return ModelsVerdict{OK: true}
+	}
+	v := ModelsVerdict{Code: reasons.CodeOf(err), Message: reasons.Message(err)}
+	if v.Code == "" {
+		v.Code = reasons.Internal
+	}
+	return v
+}
+
+// Err is the verdict as an error with its code and exactly anet-egress's words.
+func (v ModelsVerdict) Err() error {
+	if v.OK {
+		return nil
+	}
+	return &config.PermError{Code: v.Code, Msg: v.Message}
 }
 
 // VerdictOf is the verdict for the result of keys.Load.
@@ -159,10 +212,17 @@ func RunVerdictOf(model string, err error) RunVerdict {
 // models file it serves with.
 const MethodCheckRun = "endpoint.check"
 
-// CheckAnswer is `anet-egress check --json`: the keys file's verdict and, when asked, a run's.
+// CheckAnswer is `anet-egress check --json`: the keys file's verdict, the models file's when
+// one is given, and, when asked, a run's.
 type CheckAnswer struct {
-	Keys KeysVerdict `json:"keys"`
-	Run  *RunVerdict `json:"run,omitempty"`
+	Keys   KeysVerdict    `json:"keys"`
+	Models *ModelsVerdict `json:"models,omitempty"`
+	Run    *RunVerdict    `json:"run,omitempty"`
+}
+
+// OK is whether every verdict in a is.
+func (a CheckAnswer) OK() bool {
+	return a.Keys.OK && (a.Models == nil || a.Models.OK) && (a.Run == nil || a.Run.OK)
 }
 
 // keysTimeout bounds the helper's check; it reads one small file.

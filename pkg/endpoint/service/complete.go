@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,11 +39,7 @@ func (s *Service) handleComplete(ctx context.Context, req *privsep.Request) (pri
 	}
 	rep, err := s.complete(ctx, in)
 	if err != nil {
-		var re *reasons.Error
-		if errors.As(err, &re) {
-			return privsep.Reply{}, &privsep.Error{Code: re.Code, Message: err.Error()}
-		}
-		return privsep.Reply{}, err
+		return privsep.Reply{}, coded(err)
 	}
 	return privsep.Reply{Body: rep}, nil
 }
@@ -58,7 +53,7 @@ func (s *Service) complete(ctx context.Context, in completion.Request) (completi
 	if !ok {
 		return completion.Reply{}, fmt.Errorf("complete: %w", reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider))
 	}
-	cat, err := modelproxy.LoadCatalog(s.models)
+	cat, err := s.currentCatalog()
 	if err != nil {
 		return completion.Reply{}, fmt.Errorf("complete: %w", err)
 	}

@@ -25,7 +25,7 @@ func testServer(t *testing.T, keysYAML string) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(k, t.TempDir(), "", slog.New(slog.DiscardHandler))
+	return New(k, t.TempDir(), slog.New(slog.DiscardHandler))
 }
 
 // P3, F2: without the provider's key the completion fails with no_api_key before anything

@@ -24,7 +24,7 @@ func TestReloadKeys(t *testing.T) {
 		}
 	}
 	write("openai: sk-o\n", 0o600)
-	s := New(keys.Keys{}, dir, "", slog.New(slog.DiscardHandler))
+	s := New(keys.Keys{}, dir, slog.New(slog.DiscardHandler))
 	if v := s.LoadKeys(path); !v.OK {
 		t.Fatalf("first load: %+v", v)
 	}

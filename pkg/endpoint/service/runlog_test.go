@@ -37,7 +37,7 @@ func TestEndpointLogLinesNameTheRunOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &modelproxytest.LogBuffer{}
-	s := New(k, dir, "", slog.New(slog.NewJSONHandler(logs, nil)))
+	s := New(k, dir, slog.New(slog.NewJSONHandler(logs, nil)))
 	body, _ := json.Marshal(runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: "run-log-1", Agent: "claude", Allow: []string{"pypi.org"}}})
 	rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: runpolicy.MethodOpen, Body: body})
 	if err != nil {

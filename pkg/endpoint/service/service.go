@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -27,7 +27,6 @@ import (
 // Service holds the open endpoints, one per run.
 type Service struct {
 	runsDir string
-	models  string
 	log     *slog.Logger
 	// rootCAs verifies the model upstream of completions; nil is the system store (E11).
 	// Only this package's tests set it, to trust their throw-away CA.
@@ -36,13 +35,19 @@ type Service struct {
 	mu      sync.Mutex // guards the fields that follow
 	keys    keys.Keys  // replaced whole by a reload; open endpoints keep the key they have
 	keysErr preflight.KeysVerdict
-	open    map[string]*endpoint.Endpoint
+	// catalog is the models catalog new endpoints and completions use, replaced whole by a
+	// reload (never changed in place: runs share it); nil is the built-in list, unless
+	// modelsErr says the only file read was refused.
+	catalog   *modelproxy.Catalog
+	modelsErr preflight.ModelsVerdict
+	open      map[string]*endpoint.Endpoint
 }
 
-// New returns the service. runsDir holds one 0700 directory per run with its endpoint socket;
-// models is the models override file ("" for the built-in list).
-func New(k keys.Keys, runsDir, models string, log *slog.Logger) *Service {
-	return &Service{keys: k, keysErr: preflight.KeysVerdict{OK: true}, runsDir: runsDir, models: models, log: log, open: map[string]*endpoint.Endpoint{}}
+// New returns the service, with the built-in models until LoadModels. runsDir holds one 0700
+// directory per run with its endpoint socket.
+func New(k keys.Keys, runsDir string, log *slog.Logger) *Service {
+	return &Service{keys: k, keysErr: preflight.KeysVerdict{OK: true}, modelsErr: preflight.ModelsVerdict{OK: true},
+		runsDir: runsDir, log: log, open: map[string]*endpoint.Endpoint{}}
 }
 
 // Handlers answer anetd's requests: runpolicy's open, close and usage, completion, a reload
@@ -77,6 +82,39 @@ func (s *Service) LoadKeys(path string) preflight.KeysVerdict {
 	return v
 }
 
+// LoadModels reads the models override file at path ("" none: the built-in list) with
+// modelproxy.LoadCatalog, once, and, when it is accepted, makes it the catalog new endpoints
+// and completions use. A refused file leaves the catalog as it was (U3): editing the file
+// changes no run until a reload accepts it. When no file was ever accepted (a refused file at
+// start), runs are refused with the file's code and words until one is.
+func (s *Service) LoadModels(path string) preflight.ModelsVerdict {
+	cat, err := modelproxy.LoadCatalog(path)
+	v := preflight.ModelsVerdictOf(err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modelsErr = v
+	if err != nil {
+		s.log.Error("models file refused", "err", err, "code", string(v.Code))
+		return v
+	}
+	s.catalog = cat
+	return v
+}
+
+// currentCatalog is the catalog for an endpoint or a completion that starts now: the last
+// file accepted, else the built-in list, unless the only file read was refused.
+func (s *Service) currentCatalog() (*modelproxy.Catalog, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.catalog != nil:
+		return s.catalog, nil
+	case !s.modelsErr.OK:
+		return nil, s.modelsErr.Err()
+	}
+	return modelproxy.Builtin()
+}
+
 // currentKeys are the keys for an endpoint or a completion that starts now.
 func (s *Service) currentKeys() keys.Keys {
 	s.mu.Lock()
@@ -84,7 +122,8 @@ func (s *Service) currentKeys() keys.Keys {
 	return s.keys
 }
 
-// KeysInfo is what anetd learns about the keys: the providers' names and the file's verdict.
+// KeysInfo is what anetd learns about the files: the providers' names and the verdicts of
+// the keys file and of the models file.
 func (s *Service) KeysInfo() map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -92,16 +131,21 @@ func (s *Service) KeysInfo() map[string]any {
 	if !s.keysErr.OK {
 		m["keys_error"], m["keys_code"] = s.keysErr.Message, string(s.keysErr.Code)
 	}
+	if !s.modelsErr.OK {
+		m["models_error"], m["models_code"] = s.modelsErr.Message, string(s.modelsErr.Code)
+	}
 	return m
 }
 
-// handleReloadKeys reads the keys file again for anetd's reload (U3).
+// handleReloadKeys reads the keys file and the models file again for anetd's reload (U3);
+// each file refused keeps what was read from it before.
 func (s *Service) handleReloadKeys(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
 	var in preflight.ReloadKeysRequest
 	if err := req.Decode(&in); err != nil {
 		return privsep.Reply{}, err
 	}
-	return privsep.Reply{Body: s.LoadKeys(in.Path)}, nil
+	m := s.LoadModels(in.Models)
+	return privsep.Reply{Body: preflight.CheckAnswer{Keys: s.LoadKeys(in.Path), Models: &m}}, nil
 }
 
 // Count is the number of open endpoints.
@@ -127,16 +171,16 @@ func (s *Service) handleOpen(_ context.Context, req *privsep.Request) (privsep.R
 	}
 	s.open[p.RunID] = nil // reserve the id while opening
 	s.mu.Unlock()
-	e, err := OpenEndpoint(filepath.Join(s.runsDir, p.RunID, endpoint.SocketName), p, s.currentKeys(), s.models, s.log)
+	cat, err := s.currentCatalog()
+	var e *endpoint.Endpoint
+	if err == nil {
+		e, err = OpenEndpoint(filepath.Join(s.runsDir, p.RunID, endpoint.SocketName), p, s.currentKeys(), cat, s.log)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		delete(s.open, p.RunID)
-		var re *reasons.Error
-		if errors.As(err, &re) {
-			return privsep.Reply{}, &privsep.Error{Code: re.Code, Message: err.Error()}
-		}
-		return privsep.Reply{}, err
+		return privsep.Reply{}, coded(err)
 	}
 	s.open[p.RunID] = e
 	return privsep.Reply{Body: runpolicy.OpenReply{Socket: e.SocketPath(), Addr: e.Addr(), Placeholder: e.Placeholder(), Model: e.Model()}}, nil
@@ -171,8 +215,21 @@ func (s *Service) handleCheckRun(_ context.Context, req *privsep.Request) (privs
 	if err := req.Decode(&q); err != nil {
 		return privsep.Reply{}, err
 	}
+	cat, err := s.currentCatalog()
+	if err != nil {
+		return privsep.Reply{Body: preflight.RunVerdictOf("", err)}, nil
+	}
 	p := endpoint.Policy{RunID: "check", Agent: q.Agent, APIBase: q.APIBase, Model: q.Model}
-	return privsep.Reply{Body: preflight.RunVerdictOf(endpoint.Check(p, s.currentKeys(), s.models))}, nil
+	return privsep.Reply{Body: preflight.RunVerdictOf(endpoint.Check(p, s.currentKeys(), cat))}, nil
+}
+
+// coded is err as anetd receives it: with the reason code it carries (a *reasons.Error, or a
+// file rule's Reason()), else as it is.
+func coded(err error) error {
+	if c := reasons.CodeOf(err); c != "" {
+		return &privsep.Error{Code: c, Message: err.Error()}
+	}
+	return err
 }
 
 // handleUsage reports an open endpoint's usage without closing it (the progress of `anet
