@@ -111,6 +111,7 @@ type modelUsage struct {
 		Statuses  map[string]int64 `json:"statuses"`
 		Failed    int64            `json:"failed"`
 		LastError string           `json:"last_error"`
+		KeyEchoes int64            `json:"key_echoes"`
 	} `json:"upstream"`
 }
 
@@ -152,6 +153,10 @@ func (m modelUsage) summary() string {
 	}
 	if m.Upstream.Failed > 0 {
 		s += fmt.Sprintf("; %d got no answer: %s", m.Upstream.Failed, m.Upstream.LastError)
+	}
+	if n := m.Upstream.KeyEchoes; n > 0 {
+		// E1: the agent got the key redacted; the operator learns that the service echoes it.
+		s += fmt.Sprintf("; the model service echoed the operator's key in %d answer(s), redacted before the agent", n)
 	}
 	if sp := m.Spend; sp != nil && sp.Responses > 0 {
 		s += fmt.Sprintf("; spend %s (%d in, %d out tokens)", sp.Cost, sp.Tokens.Input, sp.Tokens.Output)

@@ -73,3 +73,12 @@ func TestTestReportsProgressWhileTheAgentRuns(t *testing.T) {
 		t.Fatalf("run log = %q, want one under the run-logs root", rep.RunLog)
 	}
 }
+
+// E1: a run whose model service echoed the key says so in its model-call line (the key
+// itself never came out of the proxy).
+func TestSummaryNamesKeyEchoesE1(t *testing.T) {
+	m, ok := parseModelUsage(json.RawMessage(`{"model":{"requests":1,"forwarded":1,"upstream":{"statuses":{"401":1},"key_echoes":1}}}`))
+	if want := "1 model request(s) forwarded: upstream 401×1; the model service echoed the operator's key in 1 answer(s), redacted before the agent"; !ok || m.summary() != want {
+		t.Fatalf("summary = %q, want %q", m.summary(), want)
+	}
+}

@@ -29,6 +29,7 @@ const (
 	PrefillRefused     reasons.Code = "prefill_unsupported"
 	HeaderInvalid      reasons.Code = "header_invalid"
 	UpstreamFailed     reasons.Code = "upstream_unreachable"
+	AnswerEncoded      reasons.Code = "upstream_answer_encoded"
 	// ModelsFileInvalid: the operator's models override file cannot be read, parsed or
 	// merged; LoadCatalog's message names the file and the field.
 	ModelsFileInvalid reasons.Code = "models_file_invalid"
@@ -52,6 +53,7 @@ func init() {
 		reasons.Entry{Code: PrefillRefused, Kind: reasons.KindRule, Text: "the pinned model does not accept an assistant prefill (a last message from the assistant)", Requirement: "E2"},
 		reasons.Entry{Code: HeaderInvalid, Kind: reasons.KindRule, Text: "a request header has a value the node does not forward", Requirement: "E7"},
 		reasons.Entry{Code: UpstreamFailed, Kind: reasons.KindRule, Text: "the model service could not be reached; try again later", Requirement: "E11"},
+		reasons.Entry{Code: AnswerEncoded, Kind: reasons.KindRule, Text: "the model service sent a compressed answer, which the node does not pass on unread; try again later", Requirement: "E1"},
 	)
 	reasons.Register(reasons.Entry{Code: ModelsFileInvalid, Kind: reasons.KindConfig, Text: "the models override file (models.yaml) cannot be used; fix the field named and run anet reload (a refused file leaves the models in use unchanged)", Requirement: "C4"})
 	reasons.Register(limitEntries(limits.R1Model())...)

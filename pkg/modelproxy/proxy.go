@@ -62,6 +62,8 @@ type Proxy struct {
 	rp     *httputil.ReverseProxy
 	c      counters
 	meter  *meter
+	// scrub takes the key out of every answer (E1).
+	scrub *keyScrub
 	// unmetered leaves response bodies unread (benchmarks measure what reading costs).
 	unmetered bool
 	// upstreamStats are the model service's answers, for the run's progress and log.
@@ -109,6 +111,11 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 	if p.log == nil {
 		p.log = slog.Default()
 	}
+	scrub, err := newKeyScrub(o.Key.Reveal(), up.Host, p.log)
+	if err != nil {
+		return nil, err
+	}
+	p.scrub = scrub
 	tr := o.Transport
 	if tr == nil {
 		tr, p.release = acquireTransport(up, o.RootCAs)
@@ -158,6 +165,7 @@ func (p *Proxy) Usage() Usage {
 	u := p.c.snapshot()
 	u.Spend = p.meter.snapshot()
 	u.Upstream = p.upstreamStats.snapshot()
+	u.Upstream.KeyEchoes = p.scrub.echoes.Load()
 	return u
 }
 
@@ -175,7 +183,7 @@ func (p *Proxy) Engine() *Engine { return p.eng }
 // and logged in one line either way.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	cw := &countingWriter{ResponseWriter: w, total: &p.c.toAgent}
+	cw := &countingWriter{ResponseWriter: w, total: &p.c.toAgent, scrub: p.scrub}
 	path := r.URL.EscapedPath()
 	fam := p.eng.FamilyFor(path, r.Header)
 	var (
@@ -199,6 +207,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRefusal(cw, fam, ref)
 		status = ref.Status
 	}
+	cw.end()
 	p.logRequest(r.Method, path, api, status, in, cw.n, time.Since(start), ref, notes)
 }
 
@@ -270,6 +279,7 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 			return api, ref, d.Notes, n
 		}
 		defer func() {
+			w.end() // what was held back is metered too
 			w.tap = nil
 			if st.reader != nil {
 				st.reader.end() // what came last: a JSON answer, an event without its blank line
@@ -340,14 +350,21 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 // Response headers that name the operator's account are not the agent's business.
 var strippedResponseHeaders = []string{"Set-Cookie", "Anthropic-Organization-Id", "Openai-Organization", "Openai-Project", "Alt-Svc"}
 
-// modifyResponse records the upstream's status, strips the account headers and meters the
-// body (K1).
+// modifyResponse records the upstream's status, strips the account headers, refuses a
+// compressed answer (E1: the key could pass in it unseen) and meters the body (K1).
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	p.upstreamStats.answered(resp.StatusCode)
 	for _, h := range strippedResponseHeaders {
 		resp.Header.Del(h)
 	}
-	if st, ok := resp.Request.Context().Value(stateKey{}).(*reqState); ok && !p.unmetered {
+	st, ok := resp.Request.Context().Value(stateKey{}).(*reqState)
+	if ref := checkEncoding(resp.Header); ref != nil {
+		if ok {
+			st.usage.status = resp.StatusCode // the upstream answered: a success is billed
+		}
+		return fmt.Errorf("%w (%s)", errAnswerEncoded, ref.Detail)
+	}
+	if ok && !p.unmetered {
 		meterBody(resp, st)
 	}
 	return nil
@@ -360,9 +377,14 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	st := r.Context().Value(stateKey{}).(*reqState)
-	p.upstreamStats.failed(err)
+	code := UpstreamFailed
+	if errors.Is(err, errAnswerEncoded) {
+		code = AnswerEncoded
+	} else {
+		p.upstreamStats.failed(err)
+	}
 	p.log.Warn("model upstream failed", "host", p.up.Host, "err", err.Error())
-	writeRefusal(w, st.d.API.Family(), &Refusal{Code: UpstreamFailed, Status: http.StatusBadGateway})
+	writeRefusal(w, st.d.API.Family(), &Refusal{Code: code, Status: http.StatusBadGateway})
 }
 
 func writeRefusal(w http.ResponseWriter, f Family, r *Refusal) {
@@ -374,27 +396,75 @@ func writeRefusal(w http.ResponseWriter, f Family, r *Refusal) {
 	w.Write(b)
 }
 
-// countingWriter counts response bytes (into the run's total as they are written, so that
-// Usage is current once the agent has the bytes) and keeps flushing reachable for SSE.
+// countingWriter is the agent's side of every answer. It takes the operator's key out of the
+// headers and the body (E1), counts the bytes (into the run's total as they are written, so
+// that Usage is current once the agent has the bytes) and keeps flushing reachable for SSE.
 type countingWriter struct {
 	http.ResponseWriter
 	total  *atomic.Int64
 	n      int64
 	status int
-	// tap, when set, reads what was written once the agent has it (K1: metering).
+	// tap, when set, reads what was written once the agent has it (K1: metering). It reads
+	// the agent's bytes, redacted: the same length as the upstream's, and the usage reader
+	// never keeps a copy of the key.
 	tap func([]byte)
+
+	scrub *keyScrub
+	// held is the end of what was written that may be the beginning of the key; it leaves
+	// with the next write that shows it is not, or at end.
+	held, buf []byte
+	echoed    bool
 }
 
+// WriteHeader sends the headers redacted; every header set leaves through here or through the
+// first Write, the 1xx ones the ReverseProxy relays included.
 func (c *countingWriter) WriteHeader(s int) {
-	if c.status == 0 {
+	c.scrubHeader()
+	if c.status == 0 && s >= 200 {
 		c.status = s
 	}
 	c.ResponseWriter.WriteHeader(s)
 }
 
+func (c *countingWriter) scrubHeader() {
+	if c.scrub.header(c.ResponseWriter.Header()) {
+		c.found()
+	}
+}
+
+func (c *countingWriter) found() {
+	if !c.echoed {
+		c.echoed = true
+		c.scrub.echoed()
+	}
+}
+
 func (c *countingWriter) Write(b []byte) (int, error) {
 	if c.status == 0 {
+		c.scrubHeader()
 		c.status = http.StatusOK
+	}
+	data, owned := b, false
+	if len(c.held) > 0 {
+		c.buf = append(append(c.buf[:0], c.held...), b...)
+		c.held = c.held[:0]
+		data, owned = c.buf, true
+	}
+	out, hold, found := c.scrub.body(data, owned, &c.buf)
+	if found {
+		c.found()
+	}
+	c.held = append(c.held, data[len(data)-hold:]...)
+	if err := c.send(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// send writes redacted bytes to the agent, counts them and meters them.
+func (c *countingWriter) send(b []byte) error {
+	if len(b) == 0 {
+		return nil
 	}
 	n, err := c.ResponseWriter.Write(b)
 	c.n += int64(n)
@@ -404,7 +474,18 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 		c.Flush()
 		c.tap(b[:n])
 	}
-	return n, err
+	return err
+}
+
+// end is the answer's end (called again, it finds nothing to do): the bytes held back were
+// not the key after all and leave, and the trailers (in the header map by now) are redacted.
+func (c *countingWriter) end() {
+	if len(c.held) > 0 {
+		held := c.held
+		c.held = nil
+		c.send(held)
+	}
+	c.scrubHeader()
 }
 
 func (c *countingWriter) Flush() {

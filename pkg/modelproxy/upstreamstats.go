@@ -18,6 +18,8 @@ type UpstreamStats struct {
 	Failed int64 `json:"failed,omitempty"`
 	// LastError is the last such failure; it names the host, never the key.
 	LastError string `json:"last_error,omitempty"`
+	// KeyEchoes counts answers that held the operator's key, which the node redacted (E1).
+	KeyEchoes int64 `json:"key_echoes,omitempty"`
 }
 
 type upstreamStats struct {

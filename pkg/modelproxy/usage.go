@@ -205,10 +205,6 @@ func meterBody(resp *http.Response, st *reqState) {
 	if resp.StatusCode/100 != 2 {
 		return
 	}
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		// Not readable without decoding: the response is charged the estimate.
-		return
-	}
 	sse := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
 	r := &usageReader{rc: resp.Body, api: st.d.API, st: st.usage, sse: sse, strip: sse && st.d.UsageAdded}
 	st.reader = r

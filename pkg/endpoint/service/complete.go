@@ -103,9 +103,9 @@ func (s *Service) complete(ctx context.Context, in completion.Request) (completi
 		return completion.Reply{Model: eng.Model(), Status: status, Spend: &spend, Failed: fmt.Sprintf(format, args...)}, nil
 	}
 	if status != http.StatusOK {
-		// A service may quote the credential it refused; the reply is stored and shown (F3).
-		text := strings.ReplaceAll(w.body.String(), key.Reveal(), "[redacted]")
-		return failed("complete: upstream answered %d: %s", status, reasons.Clip(strings.TrimSpace(text), 300))
+		// A service may quote the credential it refused; the reply is stored and shown (F3),
+		// and the proxy has redacted the key from it as from every answer (E1).
+		return failed("complete: upstream answered %d: %s", status, reasons.Clip(strings.TrimSpace(w.body.String()), 300))
 	}
 	var out struct {
 		Choices []struct {

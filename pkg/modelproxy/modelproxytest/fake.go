@@ -35,7 +35,9 @@ type Upstream struct {
 	mu     sync.Mutex     // guards the fields that follow
 	models map[string]int // id → max output tokens
 	// stream, when set, serves SSE responses of /v1/messages with stream:true.
-	stream   func(w http.ResponseWriter, f http.Flusher)
+	stream func(w http.ResponseWriter, f http.Flusher)
+	// answer, when set, answers every request that carries the key, in place of the API.
+	answer   http.HandlerFunc
 	usage    Usage
 	requests []Recorded
 	problems []string
@@ -123,6 +125,14 @@ func (f *Upstream) SetStream(fn func(w http.ResponseWriter, fl http.Flusher)) {
 	f.stream = fn
 }
 
+// SetAnswer makes fn answer every request that carries the operator's key, whatever its
+// path and body: an upstream that misbehaves (echoes the key, compresses unasked).
+func (f *Upstream) SetAnswer(fn http.HandlerFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer = fn
+}
+
 // SetUsage sets the usage every later answer reports (K1), in each API's own shape.
 func (f *Upstream) SetUsage(u Usage) {
 	f.mu.Lock()
@@ -200,6 +210,13 @@ func (f *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 	} else if r.Header.Get("Authorization") != "Bearer "+f.key || r.Header.Get("X-Api-Key") != "" {
 		f.problem("%s: Authorization is not the operator's key", r.URL.Path)
 		apiError(w, false, 401, "invalid_request_error", "Incorrect API key provided")
+		return
+	}
+	f.mu.Lock()
+	answer := f.answer
+	f.mu.Unlock()
+	if answer != nil {
+		answer(w, r)
 		return
 	}
 	var o map[string]any
