@@ -121,9 +121,13 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 		tr, p.release = acquireTransport(up, o.RootCAs)
 	}
 	p.rp = &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		Transport:      tr,
-		FlushInterval:  -1,
+		Rewrite:   p.rewrite,
+		Transport: tr,
+		// 0: a JSON answer of known length is not flushed on a timer (a negative interval
+		// arms one per request, which wakes a goroutine and the poller); the metering tap
+		// flushes each piece of a 2xx answer before it reads it, and the ReverseProxy
+		// itself flushes every write of an event stream or of an answer of unknown length.
+		FlushInterval:  0,
 		ModifyResponse: p.modifyResponse,
 		BufferPool:     copyBuffers,
 		ErrorHandler:   p.upstreamError,
@@ -285,6 +289,10 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 				st.reader.end() // what came last: a JSON answer, an event without its blank line
 			}
 			p.meter.settle(worst, st.usage.outcome())
+			// A JSON answer of known length leaves now, metered: its last bytes reach the
+			// agent once the run's usage counts them, and no work of this request is left
+			// to compete with the agent for the CPU once it has them.
+			w.Flush()
 		}()
 	}
 	// Once the transport has a connection the request may reach the upstream; the moment it
@@ -332,7 +340,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	st := pr.In.Context().Value(stateKey{}).(*reqState)
 	pr.Out.URL = &url.URL{Scheme: p.up.Scheme, Host: p.up.Host, Path: st.path, RawQuery: st.query}
 	pr.Out.Host = p.up.Host
-	pr.Out.Header = st.d.Header.Clone()
+	// The engine built this header set for this request alone; the decision lets go of it,
+	// so that nothing but the outbound request ever holds the key.
+	pr.Out.Header, st.d.Header = st.d.Header, nil
 	if st.d.API.Family() == FamilyAnthropic {
 		pr.Out.Header.Set("X-Api-Key", p.key.Reveal())
 	} else {
@@ -404,7 +414,7 @@ type countingWriter struct {
 	total  *atomic.Int64
 	n      int64
 	status int
-	// tap, when set, reads what was written once the agent has it (K1: metering). It reads
+	// tap, when set, reads what was written for usage (K1: metering). It reads
 	// the agent's bytes, redacted: the same length as the upstream's, and the usage reader
 	// never keeps a copy of the key.
 	tap func([]byte)
@@ -414,6 +424,10 @@ type countingWriter struct {
 	// with the next write that shows it is not, or at end.
 	held, buf []byte
 	echoed    bool
+	// stream: the answer is an event stream or of unknown length, so each piece is
+	// flushed to the agent before tap reads it. A JSON answer of known length is flushed
+	// whole once metered (see serve).
+	stream bool
 }
 
 // WriteHeader sends the headers redacted; every header set leaves through here or through the
@@ -470,8 +484,11 @@ func (c *countingWriter) send(b []byte) error {
 	c.n += int64(n)
 	c.total.Add(int64(n))
 	if c.tap != nil {
-		// The agent gets the bytes first; the proxy's own flush after this finds nothing.
-		c.Flush()
+		if c.stream {
+			// An event reaches the agent before it is read for usage; the proxy's own
+			// flush after this finds nothing.
+			c.Flush()
+		}
 		c.tap(b[:n])
 	}
 	return err

@@ -197,8 +197,9 @@ type usageReader struct {
 }
 
 // meterBody meters a successful answer's body; other answers are not billed and not read.
-// The body is read after the agent has each piece: the reader taps the agent's side of the
-// proxy, which flushes before it reads, so metering adds nothing to an event's delay. Only a
+// The reader taps the agent's side of the proxy. A stream's pieces are read after the agent
+// has each (the tap flushes first), so metering adds nothing to an event's delay; a JSON
+// answer of known length is read as it passes and flushed whole once metered. Only a
 // chat stream whose usage chunk must be taken out is read on the way, event by event.
 func meterBody(resp *http.Response, st *reqState) {
 	st.usage.status = resp.StatusCode
@@ -212,7 +213,7 @@ func meterBody(resp *http.Response, st *reqState) {
 		resp.Body = r
 		return
 	}
-	st.cw.tap = r.feed
+	st.cw.tap, st.cw.stream = r.feed, sse || resp.ContentLength < 0
 }
 
 // Read is the strip mode's body: whole events, less the one the node added.
