@@ -42,12 +42,32 @@ func Redact(_ []string, a slog.Attr) slog.Attr {
 		// Unicode case folding can change a key's length; fold it whole.
 		k = strings.ToLower(k)
 	}
+	if len(k) == 0 || !sensitiveLast[lowerASCII(k[len(k)-1])] {
+		// No sensitive key ends in this letter: most keys stop here, at one lookup.
+		return a
+	}
 	for _, s := range sensitive {
 		if sensitiveKey(k, s) {
 			return slog.String(a.Key, "[redacted]")
 		}
 	}
 	return a
+}
+
+// sensitiveLast marks the last letters of the sensitive keys. None of them has a Unicode
+// fold partner outside ASCII (only k and s do), so the lookup is exact for folded keys too.
+var sensitiveLast = func() (m [256]bool) {
+	for _, s := range sensitive {
+		m[s[len(s)-1]] = true
+	}
+	return m
+}()
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 func isASCII(s string) bool {
