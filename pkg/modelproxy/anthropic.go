@@ -3,7 +3,6 @@ package modelproxy
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 
@@ -144,10 +143,8 @@ func fallbackExtras(fo object, i int) *Refusal {
 			}
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(fo)) {
-		if !fallbackFields[k] {
-			return refuse(FieldNotAllowed, "fallbacks[%d].%s", i, reasons.Clip(k, 60))
-		}
+	if k, ok := firstNotAllowed(fo, fallbackFields); ok {
+		return refuse(FieldNotAllowed, "fallbacks[%d].%s", i, reasons.Clip(k, 60))
 	}
 	return nil
 }

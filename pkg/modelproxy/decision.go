@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"anet.dev/anet/pkg/reasons"
 )
@@ -154,16 +155,6 @@ func jsonKind(v any) string {
 	return "an object"
 }
 
-func encodeObject(o object) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(o); err != nil {
-		return nil, fmt.Errorf("encode body: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // intField reads an integer field; ok is false for a non-integer value.
 func intField(v any) (int64, bool) {
 	n, ok := v.(json.Number)
@@ -185,7 +176,7 @@ func capTokens(o object, key, path string, max int64, setMissing bool, n *notes)
 	v, present := o[key]
 	if !present || v == nil {
 		if setMissing {
-			o[key] = json.Number(fmt.Sprint(max))
+			o[key] = json.Number(strconv.FormatInt(max, 10))
 			n.add("%s set to %d", path, max)
 		}
 		return nil
@@ -195,7 +186,7 @@ func capTokens(o object, key, path string, max int64, setMissing bool, n *notes)
 		return refuse(FieldInvalid, "%s must be a positive integer", path)
 	}
 	if i > max {
-		o[key] = json.Number(fmt.Sprint(max))
+		o[key] = json.Number(strconv.FormatInt(max, 10))
 		n.add("%s capped %d→%d", path, i, max)
 	}
 	return nil

@@ -2,7 +2,6 @@ package modelproxy
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -170,14 +169,29 @@ func (e *Engine) topLevel(o object, allowed map[string]bool, n *notes) *Refusal 
 	if _, ok := o["container"]; ok {
 		return refuse(ContainerRefused, "container")
 	}
-	for _, k := range slices.Sorted(maps.Keys(o)) {
-		if !allowed[k] {
-			return refuse(FieldNotAllowed, "%s", reasons.Clip(k, 60))
-		}
+	if k, ok := firstNotAllowed(o, allowed); ok {
+		return refuse(FieldNotAllowed, "%s", reasons.Clip(k, 60))
 	}
 	if m, _ := o["model"].(string); m != e.pinned.ID {
 		n.add("model %q→%q", reasons.Clip(m, 60), e.pinned.ID)
 	}
 	o["model"] = e.pinned.ID
 	return nil
+}
+
+// firstNotAllowed returns the smallest key of o not on allowed, so that a refusal names the
+// same field whatever the map's order; the keys are sorted only when one is refused.
+func firstNotAllowed(o object, allowed map[string]bool) (string, bool) {
+	for k := range o {
+		if !allowed[k] {
+			return slices.Sorted(func(yield func(string) bool) {
+				for k := range o {
+					if !allowed[k] && !yield(k) {
+						return
+					}
+				}
+			})[0], true
+		}
+	}
+	return "", false
 }

@@ -3,7 +3,6 @@ package modelproxy
 import (
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -37,7 +36,19 @@ const (
 // upstream's default applies.
 var forwardedAccept = map[string]bool{"application/json": true, "text/event-stream": true, "*/*": true}
 
-var anthropicVersionRE = regexp.MustCompile(`^20[0-9]{2}-[01][0-9]-[0-3][0-9]$`)
+// anthropicVersion reports whether v is a date as the anthropic-version header carries it:
+// 20YY-MM-DD with M in [01] and the first day digit in [0-3].
+func anthropicVersion(v string) bool {
+	if len(v) != 10 || v[0] != '2' || v[1] != '0' || v[4] != '-' || v[7] != '-' || v[5] > '1' || v[8] > '3' {
+		return false
+	}
+	for _, i := range []int{2, 3, 5, 6, 8, 9} {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // checkEncoding refuses a compressed body (E8): the node inspects bytes, not a bomb.
 func checkEncoding(h http.Header) *Refusal {
@@ -53,18 +64,15 @@ func checkEncoding(h http.Header) *Refusal {
 // cookies, routing (x-forwarded-*, OpenAI-Organization, OpenAI-Project, chatgpt-account-id,
 // anthropic-workspace-id), proxy-* and hop-by-hop headers never pass (E7).
 func baseHeaders(in http.Header) http.Header {
-	out := http.Header{}
-	out.Set("Content-Type", "application/json")
-	out.Set("Accept-Encoding", "identity")
+	// Keys in canonical form, set directly: this runs for every request.
+	out := make(http.Header, 8)
+	out["Content-Type"] = []string{"application/json"}
+	out["Accept-Encoding"] = []string{"identity"}
 	if a := strings.TrimSpace(in.Get("Accept")); forwardedAccept[a] {
-		out.Set("Accept", a)
+		out["Accept"] = []string{a}
 	}
-	if ua := in.Get("User-Agent"); ua != "" {
-		out.Set("User-Agent", reasons.Clip(ua, 200))
-	} else {
-		// Go would add its own; an empty value suppresses that.
-		out["User-Agent"] = []string{""}
-	}
+	// Go would add its own User-Agent; an empty value suppresses that.
+	out["User-Agent"] = []string{reasons.Clip(in.Get("User-Agent"), 200)}
 	return out
 }
 
@@ -73,19 +81,22 @@ func (e *Engine) anthropicHeaders(in http.Header, n *notes) (http.Header, map[st
 	v := strings.TrimSpace(in.Get("anthropic-version"))
 	if v == "" {
 		v = defaultAnthropicVer
-	} else if !anthropicVersionRE.MatchString(v) || len(in.Values("anthropic-version")) > 1 {
+	} else if !anthropicVersion(v) || len(in.Values("anthropic-version")) > 1 {
 		return nil, nil, refuse(HeaderInvalid, "anthropic-version")
 	}
-	out.Set("anthropic-version", v)
-	betas := map[string]bool{}
+	out["Anthropic-Version"] = []string{v}
+	var betas map[string]bool // made only when one is kept; reading a nil map is false
 	var dropped []string
 	for _, line := range in.Values("anthropic-beta") {
-		for _, b := range strings.Split(line, ",") {
+		for b := range strings.SplitSeq(line, ",") {
 			b = strings.TrimSpace(b)
 			if b == "" {
 				continue
 			}
 			if allowedBetas[b] {
+				if betas == nil {
+					betas = map[string]bool{}
+				}
 				betas[b] = true
 			} else {
 				dropped = append(dropped, reasons.Clip(b, 60))
@@ -93,13 +104,16 @@ func (e *Engine) anthropicHeaders(in http.Header, n *notes) (http.Header, map[st
 		}
 	}
 	if e.pinned.Context1M {
+		if betas == nil {
+			betas = map[string]bool{}
+		}
 		betas[betaContext1M] = true
 	}
 	if len(dropped) > 0 {
 		n.add("anthropic-beta dropped: %s", strings.Join(dropped, ","))
 	}
 	if len(betas) > 0 {
-		out.Set("anthropic-beta", strings.Join(slices.Sorted(maps.Keys(betas)), ","))
+		out["Anthropic-Beta"] = []string{strings.Join(slices.Sorted(maps.Keys(betas)), ",")}
 	}
 	return out, betas, nil
 }

@@ -365,7 +365,7 @@ var strippedResponseHeaders = []string{"Set-Cookie", "Anthropic-Organization-Id"
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	p.upstreamStats.answered(resp.StatusCode)
 	for _, h := range strippedResponseHeaders {
-		resp.Header.Del(h)
+		delete(resp.Header, h) // canonical already: the transport canonicalises what it reads
 	}
 	st, ok := resp.Request.Context().Value(stateKey{}).(*reqState)
 	if ref := checkEncoding(resp.Header); ref != nil {

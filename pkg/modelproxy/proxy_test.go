@@ -341,3 +341,14 @@ func TestProxyKeyNeverLeaks(t *testing.T) {
 		t.Fatalf("the operator's key sent by the agent was accepted as the placeholder")
 	}
 }
+
+// The account headers are deleted from the upstream's answer by their canonical key (the
+// transport canonicalises what it reads); a name not in that form would never match, and
+// the header would reach the agent.
+func TestStrippedResponseHeadersAreCanonical(t *testing.T) {
+	for _, h := range strippedResponseHeaders {
+		if c := http.CanonicalHeaderKey(h); c != h {
+			t.Errorf("stripped header %q is not canonical (%q): it would never be deleted", h, c)
+		}
+	}
+}
