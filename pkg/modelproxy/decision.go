@@ -112,6 +112,16 @@ type object = map[string]any
 
 // decodeObject parses body as exactly one JSON object (E8).
 func decodeObject(body []byte) (object, *Refusal) {
+	if o, ok := fastDecode(body); ok {
+		return o, nil
+	}
+	// Not a plain well-formed object to the fast parser: encoding/json decides, and names
+	// what is wrong.
+	return decodeObjectStd(body)
+}
+
+// decodeObjectStd is decodeObject by encoding/json alone.
+func decodeObjectStd(body []byte) (object, *Refusal) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
@@ -177,7 +187,7 @@ func capTokens(o object, key, path string, max int64, setMissing bool, n *notes)
 	if !present || v == nil {
 		if setMissing {
 			o[key] = json.Number(strconv.FormatInt(max, 10))
-			n.add("%s set to %d", path, max)
+			*n = append(*n, path+" set to "+strconv.FormatInt(max, 10))
 		}
 		return nil
 	}
@@ -187,7 +197,7 @@ func capTokens(o object, key, path string, max int64, setMissing bool, n *notes)
 	}
 	if i > max {
 		o[key] = json.Number(strconv.FormatInt(max, 10))
-		n.add("%s capped %d→%d", path, i, max)
+		*n = append(*n, path+" capped "+strconv.FormatInt(i, 10)+"→"+strconv.FormatInt(max, 10))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"anet.dev/anet/pkg/limits"
@@ -173,7 +174,8 @@ func (e *Engine) topLevel(o object, allowed map[string]bool, n *notes) *Refusal 
 		return refuse(FieldNotAllowed, "%s", reasons.Clip(k, 60))
 	}
 	if m, _ := o["model"].(string); m != e.pinned.ID {
-		n.add("model %q→%q", reasons.Clip(m, 60), e.pinned.ID)
+		// The one note nearly every request gets: built without fmt (%q is strconv.Quote).
+		*n = append(*n, "model "+strconv.Quote(reasons.Clip(m, 60))+"→"+strconv.Quote(e.pinned.ID))
 	}
 	o["model"] = e.pinned.ID
 	return nil

@@ -52,7 +52,7 @@ func anthropicVersion(v string) bool {
 
 // checkEncoding refuses a compressed body (E8): the node inspects bytes, not a bomb.
 func checkEncoding(h http.Header) *Refusal {
-	for _, v := range h.Values("Content-Encoding") {
+	for _, v := range h["Content-Encoding"] {
 		if strings.TrimSpace(strings.ToLower(v)) != "identity" {
 			return refuse(BodyEncoded, "Content-Encoding: %s", reasons.Clip(v, 40))
 		}
@@ -68,26 +68,26 @@ func baseHeaders(in http.Header) http.Header {
 	out := make(http.Header, 8)
 	out["Content-Type"] = []string{"application/json"}
 	out["Accept-Encoding"] = []string{"identity"}
-	if a := strings.TrimSpace(in.Get("Accept")); forwardedAccept[a] {
+	if a := strings.TrimSpace(hget(in, "Accept")); forwardedAccept[a] {
 		out["Accept"] = []string{a}
 	}
 	// Go would add its own User-Agent; an empty value suppresses that.
-	out["User-Agent"] = []string{reasons.Clip(in.Get("User-Agent"), 200)}
+	out["User-Agent"] = []string{reasons.Clip(hget(in, "User-Agent"), 200)}
 	return out
 }
 
 func (e *Engine) anthropicHeaders(in http.Header, n *notes) (http.Header, map[string]bool, *Refusal) {
 	out := baseHeaders(in)
-	v := strings.TrimSpace(in.Get("anthropic-version"))
+	v := strings.TrimSpace(hget(in, "Anthropic-Version"))
 	if v == "" {
 		v = defaultAnthropicVer
-	} else if !anthropicVersion(v) || len(in.Values("anthropic-version")) > 1 {
+	} else if !anthropicVersion(v) || len(in["Anthropic-Version"]) > 1 {
 		return nil, nil, refuse(HeaderInvalid, "anthropic-version")
 	}
 	out["Anthropic-Version"] = []string{v}
 	var betas map[string]bool // made only when one is kept; reading a nil map is false
 	var dropped []string
-	for _, line := range in.Values("anthropic-beta") {
+	for _, line := range in["Anthropic-Beta"] {
 		for b := range strings.SplitSeq(line, ",") {
 			b = strings.TrimSpace(b)
 			if b == "" {
@@ -116,4 +116,13 @@ func (e *Engine) anthropicHeaders(in http.Header, n *notes) (http.Header, map[st
 		out["Anthropic-Beta"] = []string{strings.Join(slices.Sorted(maps.Keys(betas)), ",")}
 	}
 	return out, betas, nil
+}
+
+// hget is Header.Get for a key already in canonical form, without canonicalising it again
+// on every request (Get looks up the canonical form of its key, so the result is the same).
+func hget(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
