@@ -33,8 +33,9 @@ func fastDecode(body []byte) (object, bool) {
 }
 
 type parser struct {
-	b []byte
-	i int
+	b   []byte
+	i   int
+	dup bool // some object had a key twice (the last is kept)
 }
 
 func (p *parser) ws() {
@@ -110,6 +111,9 @@ func (p *parser) object(depth int) (object, bool) {
 		v, ok := p.value(depth)
 		if !ok {
 			return nil, false
+		}
+		if _, seen := o[k.(string)]; seen {
+			p.dup = true
 		}
 		o[k.(string)] = v
 		p.ws()
@@ -307,4 +311,111 @@ func hex4(b []byte, i int) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
+}
+
+// sep reads what follows a member or an element: ',' (more) or the closing byte.
+func (p *parser) sep(closing byte) (more, ok bool) {
+	p.ws()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return true, true
+	case closing:
+		p.i++
+		return false, true
+	}
+	return false, false
+}
+
+// skip passes over one value, checking it exactly as value does, and builds nothing.
+func (p *parser) skip(depth int) bool {
+	p.ws()
+	if p.i >= len(p.b) {
+		return false
+	}
+	switch c := p.b[p.i]; {
+	case c == '{' || c == '[':
+		if depth+1 > fastDepth {
+			return false
+		}
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		p.i++
+		p.ws()
+		if p.i < len(p.b) && p.b[p.i] == closing {
+			p.i++
+			return true
+		}
+		for {
+			if c == '{' {
+				p.ws()
+				if p.i >= len(p.b) || p.b[p.i] != '"' || !p.skipStr() {
+					return false
+				}
+				p.ws()
+				if p.i >= len(p.b) || p.b[p.i] != ':' {
+					return false
+				}
+				p.i++
+			}
+			if !p.skip(depth + 1) {
+				return false
+			}
+			more, ok := p.sep(closing)
+			if !ok {
+				return false
+			}
+			if !more {
+				return true
+			}
+		}
+	case c == '"':
+		return p.skipStr()
+	case c == 't':
+		return p.literal("true")
+	case c == 'f':
+		return p.literal("false")
+	case c == 'n':
+		return p.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		_, ok := p.number()
+		return ok
+	}
+	return false
+}
+
+// skipStr passes over a string from its opening quote, checking it as str does.
+func (p *parser) skipStr() bool {
+	for j := p.i + 1; j < len(p.b); {
+		switch c := p.b[j]; {
+		case c == '"':
+			p.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if j+1 >= len(p.b) {
+				return false
+			}
+			switch p.b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if hex4(p.b, j+2) < 0 {
+					return false
+				}
+				j += 6
+			default:
+				return false
+			}
+		default:
+			j++
+		}
+	}
+	return false
 }

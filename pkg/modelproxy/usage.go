@@ -165,12 +165,187 @@ func (u *usageState) event(api API, data []byte, strip bool) (drop bool) {
 
 // body reads the usage of a whole JSON answer.
 func (u *usageState) body(api API, b []byte) {
+	w, ok := fastUsage(b)
+	if !ok {
+		w = stdUsage(b)
+	}
+	if w != nil {
+		u.take(api, w, true)
+	}
+}
+
+// stdUsage is the usage of a JSON answer as encoding/json reads it; nil when there is none
+// or the answer does not decode.
+func stdUsage(b []byte) *wireUsage {
 	var v struct {
 		Usage *wireUsage `json:"usage"`
 	}
-	if json.Unmarshal(b, &v) == nil && v.Usage != nil {
-		u.take(api, v.Usage, true)
+	if json.Unmarshal(b, &v) != nil {
+		return nil
 	}
+	return v.Usage
+}
+
+// fastUsage reads the usage of a JSON answer in one pass that builds only the usage object
+// (the answer's content is checked and skipped). ok is false whenever it cannot be sure to
+// read what stdUsage reads — not a well-formed object, a key twice (encoding/json merges
+// duplicated objects into one struct), a key that matches a field only in case, a count that
+// is not a plain integer — and stdUsage then decides.
+func fastUsage(b []byte) (*wireUsage, bool) {
+	p := parser{b: b}
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '{' {
+		return nil, false
+	}
+	p.i++
+	var usage any
+	seen := false
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == '}' {
+		p.i++
+	} else {
+		for {
+			p.ws()
+			if p.i >= len(p.b) || p.b[p.i] != '"' {
+				return nil, false
+			}
+			k, ok := p.str()
+			if !ok {
+				return nil, false
+			}
+			p.ws()
+			if p.i >= len(p.b) || p.b[p.i] != ':' {
+				return nil, false
+			}
+			p.i++
+			switch k := k.(string); {
+			case k == "usage" && !seen:
+				seen = true
+				if usage, ok = p.value(1); !ok {
+					return nil, false
+				}
+			case strings.EqualFold(k, "usage"):
+				return nil, false
+			default:
+				if !p.skip(1) {
+					return nil, false
+				}
+			}
+			more, ok := p.sep('}')
+			if !ok {
+				return nil, false
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	p.ws()
+	if p.i != len(p.b) || p.dup {
+		return nil, false
+	}
+	switch uo := usage.(type) {
+	case nil:
+		return nil, true
+	case object:
+		return usageOf(uo)
+	}
+	return nil, false
+}
+
+// usageOf reads the counts of a decoded usage object, as encoding/json fills wireUsage.
+func usageOf(uo object) (*wireUsage, bool) {
+	w := &wireUsage{}
+	for k, v := range uo {
+		var ok bool
+		switch k {
+		case "input_tokens":
+			ok = fastCount(v, &w.InputTokens)
+		case "output_tokens":
+			ok = fastCount(v, &w.OutputTokens)
+		case "cache_creation_input_tokens":
+			ok = fastCount(v, &w.CacheCreation)
+		case "cache_read_input_tokens":
+			ok = fastCount(v, &w.CacheRead)
+		case "prompt_tokens":
+			ok = fastCount(v, &w.PromptTokens)
+		case "completion_tokens":
+			ok = fastCount(v, &w.CompletionTokens)
+		case "input_tokens_details":
+			ok = fastDetails(v, &w.InputDetails)
+		case "output_tokens_details":
+			ok = fastDetails(v, &w.OutputDetails)
+		case "prompt_tokens_details":
+			ok = fastDetails(v, &w.PromptDetails)
+		case "completion_tokens_details":
+			ok = fastDetails(v, &w.CompletionDetails)
+		default:
+			ok = !foldsToUsageField(k)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return w, true
+}
+
+// usageFields are the JSON names of wireUsage and tokenDetails; encoding/json matches them
+// ignoring case, so a key that differs only in case is left to it.
+var usageFields = []string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+	"prompt_tokens", "completion_tokens", "input_tokens_details", "output_tokens_details", "prompt_tokens_details",
+	"completion_tokens_details", "cached_tokens", "reasoning_tokens"}
+
+func foldsToUsageField(k string) bool {
+	for _, f := range usageFields {
+		if strings.EqualFold(k, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// fastCount sets *dst from an integer, or to nil from null, as encoding/json does.
+func fastCount(v any, dst **int64) bool {
+	switch x := v.(type) {
+	case nil:
+		*dst = nil
+		return true
+	case json.Number:
+		i, err := x.Int64()
+		if err != nil {
+			return false
+		}
+		*dst = &i
+		return true
+	}
+	return false
+}
+
+func fastDetails(v any, dst **tokenDetails) bool {
+	switch x := v.(type) {
+	case nil:
+		*dst = nil
+		return true
+	case object:
+		d := &tokenDetails{}
+		for k, v := range x {
+			var ok bool
+			switch k {
+			case "cached_tokens":
+				ok = fastCount(v, &d.Cached)
+			case "reasoning_tokens":
+				ok = fastCount(v, &d.Reasoning)
+			default:
+				ok = !foldsToUsageField(k)
+			}
+			if !ok {
+				return false
+			}
+		}
+		*dst = d
+		return true
+	}
+	return false
 }
 
 // usageReader passes a response body through to the agent and reads the usage in it as it
