@@ -80,8 +80,10 @@ func runModel(cfg config, rep *report) error {
 			pr.Out.Header.Del("Authorization")
 			pr.Out.Header.Set("X-Api-Key", benchKey)
 		},
-		Transport:     modelproxy.NewTransport(ca.Pool),
-		FlushInterval: -1,
+		Transport: modelproxy.NewTransport(ca.Pool),
+		// The default flushing, as the node's proxy has it: an event stream (or an answer of
+		// unknown length) is flushed on every write, a JSON answer when it is complete.
+		FlushInterval: 0,
 	}}
 	go plainSrv.Serve(ln)
 	defer plainSrv.Close()

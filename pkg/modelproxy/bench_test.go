@@ -38,8 +38,10 @@ func BenchmarkModelRequestLatency(b *testing.B) {
 			pr.Out.Header.Del("Authorization")
 			pr.Out.Header.Set("X-Api-Key", h.key)
 		},
-		Transport:     NewTransport(h.upRoots),
-		FlushInterval: -1,
+		Transport: NewTransport(h.upRoots),
+		// The default flushing, as the node's proxy has it: an event stream (or an answer of
+		// unknown length) is flushed on every write, a JSON answer when it is complete.
+		FlushInterval: 0,
 	})
 	defer plain.Close()
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
