@@ -89,45 +89,24 @@ func (p *parser) object(depth int) (object, bool) {
 	}
 	p.i++ // '{'
 	o := object{}
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
+	if p.closes('}') {
 		return o, true
 	}
 	for {
-		p.ws()
-		if p.i >= len(p.b) || p.b[p.i] != '"' {
-			return nil, false
-		}
-		k, ok := p.str()
+		k, ok := p.key()
 		if !ok {
 			return nil, false
 		}
-		p.ws()
-		if p.i >= len(p.b) || p.b[p.i] != ':' {
-			return nil, false
-		}
-		p.i++
 		v, ok := p.value(depth)
 		if !ok {
 			return nil, false
 		}
-		if _, seen := o[k.(string)]; seen {
+		if _, seen := o[k]; seen {
 			p.dup = true
 		}
-		o[k.(string)] = v
-		p.ws()
-		if p.i >= len(p.b) {
-			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return o, true
-		default:
-			return nil, false
+		o[k] = v
+		if more, ok := p.sep('}'); !ok || !more {
+			return o, ok
 		}
 	}
 }
@@ -138,9 +117,7 @@ func (p *parser) array(depth int) ([]any, bool) {
 	}
 	p.i++ // '['
 	a := []any{}
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == ']' {
-		p.i++
+	if p.closes(']') {
 		return a, true
 	}
 	for {
@@ -149,20 +126,38 @@ func (p *parser) array(depth int) ([]any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		p.ws()
-		if p.i >= len(p.b) {
-			return nil, false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return a, true
-		default:
-			return nil, false
+		if more, ok := p.sep(']'); !ok || !more {
+			return a, ok
 		}
 	}
+}
+
+// closes reads the closing byte of an empty object or array, if that is what comes.
+func (p *parser) closes(closing byte) bool {
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == closing {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// key reads a member's name and its colon.
+func (p *parser) key() (string, bool) {
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return "", false
+	}
+	k, ok := p.str()
+	if !ok {
+		return "", false
+	}
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != ':' {
+		return "", false
+	}
+	p.i++
+	return k.(string), true
 }
 
 // number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? as a json.Number.
@@ -346,9 +341,7 @@ func (p *parser) skip(depth int) bool {
 			closing = ']'
 		}
 		p.i++
-		p.ws()
-		if p.i < len(p.b) && p.b[p.i] == closing {
-			p.i++
+		if p.closes(closing) {
 			return true
 		}
 		for {

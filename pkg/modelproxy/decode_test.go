@@ -53,22 +53,7 @@ func TestFastDecodeAgreesWithEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const alphabet = "{}[],:\"\\/ \t\n0123456789-+.eEtrufalsn\x00\x1f\x7f\xc3\xa9\xff\xed\xa0\x80uDd8bfx"
 	for range 50000 {
-		b := []byte(corpus[r.IntN(len(corpus))])
-		for range 1 + r.IntN(3) {
-			switch i := r.IntN(len(b) + 1); r.IntN(3) {
-			case 0: // insert
-				b = append(b[:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
-			case 1: // delete
-				if i < len(b) {
-					b = append(b[:i], b[i+1:]...)
-				}
-			default: // replace
-				if i < len(b) {
-					b[i] = alphabet[r.IntN(len(alphabet))]
-				}
-			}
-		}
-		check(string(b))
+		check(mutate(r, corpus[r.IntN(len(corpus))], alphabet))
 	}
 }
 
@@ -113,18 +98,7 @@ func TestFastUsageAgreesWithEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const alphabet = "{}[],:\"\\ 0123456789-.eEnulIUT_tf\x01"
 	for range 30000 {
-		b := []byte(corpus[r.IntN(len(corpus))])
-		for range 1 + r.IntN(3) {
-			if len(b) == 0 {
-				break
-			}
-			if i := r.IntN(len(b)); r.IntN(2) == 0 {
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			} else {
-				b = append(b[:i], b[i+1:]...)
-			}
-		}
-		check(string(b))
+		check(mutate(r, corpus[r.IntN(len(corpus))], alphabet))
 	}
 }
 
@@ -133,5 +107,25 @@ func dumpUsage(w *wireUsage) string {
 		return "<nil>"
 	}
 	b, _ := json.Marshal(w)
+	return string(b)
+}
+
+// mutate inserts, deletes or replaces one to three bytes of s, drawn from alphabet.
+func mutate(r *rand.Rand, s, alphabet string) string {
+	b := []byte(s)
+	for range 1 + r.IntN(3) {
+		switch i := r.IntN(len(b) + 1); r.IntN(3) {
+		case 0:
+			b = append(b[:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
+		case 1:
+			if i < len(b) {
+				b = append(b[:i], b[i+1:]...)
+			}
+		default:
+			if i < len(b) {
+				b[i] = alphabet[r.IntN(len(alphabet))]
+			}
+		}
+	}
 	return string(b)
 }

@@ -200,25 +200,13 @@ func fastUsage(b []byte) (*wireUsage, bool) {
 	p.i++
 	var usage any
 	seen := false
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
-	} else {
+	if !p.closes('}') {
 		for {
-			p.ws()
-			if p.i >= len(p.b) || p.b[p.i] != '"' {
-				return nil, false
-			}
-			k, ok := p.str()
+			k, ok := p.key()
 			if !ok {
 				return nil, false
 			}
-			p.ws()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				return nil, false
-			}
-			p.i++
-			switch k := k.(string); {
+			switch {
 			case k == "usage" && !seen:
 				seen = true
 				if usage, ok = p.value(1); !ok {
