@@ -124,9 +124,10 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 		Rewrite:   p.rewrite,
 		Transport: tr,
 		// 0: a JSON answer of known length is not flushed on a timer (a negative interval
-		// arms one per request, which wakes a goroutine and the poller); the metering tap
-		// flushes each piece of a 2xx answer before it reads it, and the ReverseProxy
-		// itself flushes every write of an event stream or of an answer of unknown length.
+		// arms one per request, which wakes a goroutine and the poller) but once metered
+		// (serve); the ReverseProxy itself flushes every write of an event stream or of an
+		// answer of unknown length, and the metering tap flushes each such piece before
+		// it reads it.
 		FlushInterval:  0,
 		ModifyResponse: p.modifyResponse,
 		BufferPool:     copyBuffers,
