@@ -381,20 +381,23 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	return nil
 }
 
-// upstreamError answers a failed upstream call in the API's shape. The transport's error can
-// name the upstream host but never holds the key (it is only in a header).
+// upstreamError answers a failed upstream call in the API's shape. The transport's error
+// names the upstream host, and can quote what the upstream sent (a malformed status or header
+// line), so an upstream that echoes the key puts it there: the text is redacted before it is
+// logged or kept (E1).
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return
 	}
 	st := r.Context().Value(stateKey{}).(*reqState)
+	msg, _ := p.scrub.replaceFold(err.Error())
 	code := UpstreamFailed
 	if errors.Is(err, errAnswerEncoded) {
 		code = AnswerEncoded
 	} else {
-		p.upstreamStats.failed(err)
+		p.upstreamStats.failed(msg)
 	}
-	p.log.Warn("model upstream failed", "host", p.up.Host, "err", err.Error())
+	p.log.Warn("model upstream failed", "host", p.up.Host, "err", msg)
 	writeRefusal(w, st.d.API.Family(), &Refusal{Code: code, Status: http.StatusBadGateway})
 }
 

@@ -3,12 +3,15 @@
 package modelproxy
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -432,5 +435,46 @@ func TestKeyScrubCompressedAnswerRefusedE1(t *testing.T) {
 	reqs := h.up.Requests()
 	if ae := reqs[len(reqs)-1].Header.Get("Accept-Encoding"); ae != "identity" {
 		t.Fatalf("the node sent Accept-Encoding %q, want identity", ae)
+	}
+}
+
+// E1: an upstream that quotes the key in an answer the transport cannot parse (a header line
+// without its colon) makes the transport's error carry the key. That error reaches the run's
+// log and UpstreamStats.LastError (what `anet autoreply test` shows), so it is redacted too.
+func TestKeyScrubTransportErrorE1(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nX-Echo "+req.Header.Get("X-Api-Key")+"\r\n\r\n")
+			}
+			c.Close()
+		}
+	}()
+	h := newHarness(t, "claude", "", Limits{}, func(o *Options) {
+		o.Transport = &http.Transport{DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", ln.Addr().String())
+		}}
+	})
+	resp, got := h.do("POST", "/v1/messages", nil, `{"messages":[{"role":"user","content":"x"}]}`)
+	if resp.StatusCode != http.StatusBadGateway || strings.Contains(string(got), h.key) {
+		t.Fatalf("status %d, body %q", resp.StatusCode, got)
+	}
+	marker := string(h.proxy.scrub.marker)
+	u := h.proxy.Usage().Upstream
+	if strings.Contains(u.LastError, h.key) || !strings.Contains(u.LastError, marker) {
+		t.Fatalf("LastError %q: want the key redacted to %q", u.LastError, marker)
+	}
+	if logs := h.logs.String(); strings.Contains(logs, h.key) || !strings.Contains(logs, marker) {
+		t.Fatalf("log: want the key redacted to %q:\n%s", marker, logs)
 	}
 }

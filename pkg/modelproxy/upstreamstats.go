@@ -36,11 +36,12 @@ func (u *upstreamStats) answered(status int) {
 	u.s.Statuses[strconv.Itoa(status)]++
 }
 
-func (u *upstreamStats) failed(err error) {
+// failed records a request that got no answer; msg is the error's text, already redacted.
+func (u *upstreamStats) failed(msg string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.s.Failed++
-	u.s.LastError = reasons.Clip(err.Error(), 300)
+	u.s.LastError = reasons.Clip(msg, 300)
 }
 
 func (u *upstreamStats) snapshot() UpstreamStats {
