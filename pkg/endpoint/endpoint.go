@@ -70,6 +70,8 @@ type Endpoint struct {
 	createdDir  bool
 	sock        string
 	placeholder string
+	// token is placeholder as bytes, made once: loopback mode compares it on every request.
+	token []byte
 	// addr is the host loopback address in loopback mode (Policy.Listen), "" on a socket.
 	// There every request must carry the placeholder before anything else happens.
 	addr   string
@@ -163,7 +165,7 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 			proxy.Close() // gives back its share of the upstream connections
 		}
 	}()
-	e := &Endpoint{policy: p, placeholder: ph, proxy: proxy,
+	e := &Endpoint{policy: p, placeholder: ph, token: []byte(ph), proxy: proxy,
 		tunnel: tunnel, log: log, o: o, refusals: map[reasons.Code]int64{}, served: make(chan struct{})}
 	var ln net.Listener
 	if p.Listen == runpolicy.ListenLoopback {
@@ -414,7 +416,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a model request as its API key, a CONNECT in Proxy-Authorization (Basic with the
 // placeholder as password, as clients send a proxy URL's user info, or Bearer).
 func (e *Endpoint) carriesToken(r *http.Request) bool {
-	ph := []byte(e.placeholder)
+	ph := e.token
 	if r.Method != http.MethodConnect {
 		return modelproxy.CarriesPlaceholder(r.Header, ph)
 	}
