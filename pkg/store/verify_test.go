@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -256,5 +257,71 @@ func TestVerifyRefusesNonCanonicalSignedTime(t *testing.T) {
 	var ce *ChainError
 	if !errors.As(err, &ce) || ce.Seq != 3 || !strings.Contains(ce.Reason, "is not canonical RFC 3339 UTC") {
 		t.Fatalf("Verify(entry 3 signed with time %q) = %v, want entry 3: not canonical", text, err)
+	}
+}
+
+// B5: one checkpoint vouches for a whole commit group. Entries 4..7 are appended in one
+// transaction, so entry 7's checkpoint is the only signature over 4, 5 and 6: a spoiled
+// checkpoint, or a last group left without one, must be blamed on the group's first entry,
+// with only the entries before the group counted as verified.
+func TestVerifyBlamesTheWholeGroupB5(t *testing.T) {
+	ctx := context.Background()
+	signer := newSeedSigner(1)
+	build := func(t *testing.T) (*Store, []Entry) {
+		s := openTemp(t)
+		entries := appendN(t, s, signer, 3)
+		// Two groups of four: entries 4..7, then 8..11, each one transaction.
+		for g := range 2 {
+			err := s.writeTx(ctx, "group", func(ctx context.Context, tx *sql.Tx) error {
+				for i := range 4 {
+					e, err := s.AppendTx(ctx, tx, signer, EntryInput{Kind: "grouped", Details: map[string]int{"g": g, "i": i}})
+					if err != nil {
+						return err
+					}
+					entries = append(entries, e)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c := countRows(t, s, "evidence_checkpoints"); c != 5 {
+			t.Fatalf("test setup: %d checkpoints, want 3 single entries and 2 groups", c)
+		}
+		return s, entries
+	}
+	for _, tt := range []struct {
+		name     string
+		tamper   func(t *testing.T, s *Store)
+		seq      int64
+		verified int64
+		reason   string
+	}{
+		{"the group's checkpoint signature", func(t *testing.T, s *Store) {
+			tamper(t, s, `UPDATE evidence_checkpoints SET sig = ? WHERE seq = 7`, flipByte(checkpointSig(t, s, 7), 40))
+		}, 4, 3, "the checkpoint at entry 7: signature invalid"},
+		{"the group's checkpoint moved to an entry inside it", func(t *testing.T, s *Store) {
+			tamper(t, s, `UPDATE evidence_checkpoints SET seq = 6 WHERE seq = 7`)
+		}, 4, 3, "the checkpoint at entry 6 does not sign this chain"},
+		{"the last group's checkpoint deleted", func(t *testing.T, s *Store) {
+			tamper(t, s, `DELETE FROM evidence_checkpoints WHERE seq = 11`)
+		}, 8, 7, "not vouched for by a signed checkpoint"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, entries := build(t)
+			if res, err := s.Verify(ctx, signer.Public()); err != nil || res.Entries != 11 || res.Checkpoints != 5 {
+				t.Fatalf("Verify(before tampering) = %+v, %v; want 11 entries, 5 checkpoints", res, err)
+			}
+			tt.tamper(t, s)
+			res, err := s.Verify(ctx, signer.Public())
+			var ce *ChainError
+			if !errors.As(err, &ce) || ce.Seq != tt.seq || !strings.Contains(ce.Reason, tt.reason) {
+				t.Fatalf("Verify(%s) = %v, want entry %d: %s", tt.name, err, tt.seq, tt.reason)
+			}
+			if res.Entries != tt.verified || res.Head != entries[tt.verified-1].Hash {
+				t.Errorf("Verify(%s) verified %d entries, head %x; want %d, %x", tt.name, res.Entries, res.Head[:4], tt.verified, entries[tt.verified-1].Hash[:4])
+			}
+		})
 	}
 }
