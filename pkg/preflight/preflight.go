@@ -133,19 +133,29 @@ func ModelsVerdictOf(err error) ModelsVerdict {
 	if err == nil {
 		return ModelsVerdict{OK: true}
 	}
-	v := ModelsVerdict{Code: reasons.CodeOf(err), Message: reasons.Message(err)}
-	if v.Code == "" {
-		v.Code = reasons.Internal
-	}
-	return v
+	code, msg := refusal(err)
+	return ModelsVerdict{Code: code, Message: msg}
 }
 
 // Err is the verdict as an error with its code and exactly anet-egress's words.
-func (v ModelsVerdict) Err() error {
-	if v.OK {
+func (v ModelsVerdict) Err() error { return verdictErr(v.OK, v.Code, v.Message) }
+
+// refusal is the code and words of a helper function's error, as a verdict carries them: an
+// error without a code of the catalog is an internal one.
+func refusal(err error) (reasons.Code, string) {
+	code := reasons.CodeOf(err)
+	if code == "" {
+		code = reasons.Internal
+	}
+	return code, reasons.Message(err)
+}
+
+// verdictErr is a verdict as an error with its code and exactly anet-egress's words.
+func verdictErr(ok bool, code reasons.Code, msg string) error {
+	if ok {
 		return nil
 	}
-	return &config.PermError{Code: v.Code, Msg: v.Message}
+	return &config.PermError{Code: code, Msg: msg}
 }
 
 // VerdictOf is the verdict for the result of keys.Load.
@@ -162,12 +172,7 @@ func VerdictOf(providers []string, err error) KeysVerdict {
 }
 
 // Err is the verdict as an error with its code and exactly anet-egress's words.
-func (v KeysVerdict) Err() error {
-	if v.OK {
-		return nil
-	}
-	return &config.PermError{Code: v.Code, Msg: v.Message}
-}
+func (v KeysVerdict) Err() error { return verdictErr(v.OK, v.Code, v.Message) }
 
 // RunQuery asks whether a run of Agent (with APIBase and Model, as configured) could open its
 // endpoint: the upstream, its key, the model it would be pinned to (E2, E10).
@@ -201,11 +206,8 @@ func RunVerdictOf(model string, err error) RunVerdict {
 	if err == nil {
 		return RunVerdict{OK: true, Model: model}
 	}
-	v := RunVerdict{Code: reasons.CodeOf(err), Message: reasons.Message(err)}
-	if v.Code == "" {
-		v.Code = reasons.Internal
-	}
-	return v
+	code, msg := refusal(err)
+	return RunVerdict{Code: code, Message: msg}
 }
 
 // MethodCheckRun asks the running anet-egress a RunQuery (→ RunVerdict), with the keys and the
