@@ -175,7 +175,7 @@ func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 		return nil, sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()).Err()
 	}
 	if _, ok := l.cachedPass(hash); ok {
-		return l.startSandboxed(ctx, spec, stdio)
+		return l.startBackend(ctx, spec, stdio)
 	}
 	if p, ok := l.backend.(Probed); ok {
 		r, res := p.StartProbed(ctx, spec, stdio, true)
@@ -191,7 +191,7 @@ func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 	if !res.OK {
 		return nil, res.Err()
 	}
-	return l.startSandboxed(ctx, spec, stdio)
+	return l.startBackend(ctx, spec, stdio)
 }
 
 // startSandboxed starts a sandboxed run without the probe gate: self-test's battery, which
@@ -206,6 +206,11 @@ func (l *Launcher) startSandboxed(ctx context.Context, spec sandbox.Spec, stdio 
 	if l.backend == nil {
 		return nil, noBackend().Err()
 	}
+	return l.startBackend(ctx, spec, stdio)
+}
+
+// startBackend starts a validated sandboxed spec on the backend (Start has checked it once).
+func (l *Launcher) startBackend(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
 	r, err := l.backend.Start(ctx, spec, stdio)
 	if sandbox.CodeOf(err) == reasons.SelfCheckFailed {
 		// The backend's own check before the run failed (M1): a cached pass no longer holds.
