@@ -39,10 +39,8 @@ type run struct {
 	lim    sandbox.Limits
 	cmd    *exec.Cmd
 	leaf   *leaf
-	hold   *os.File // the launcher's end of init's --hold, until Start returns
-	runDir string   // <RunRoot>/<ID>: home, tmp (and the work dir when ephemeral)
-	lock   *os.File // flock on runDir while the run lives (see linksafe.SweepRunRoot)
-	dirs   []string
+	hold   *os.File        // the launcher's end of init's --hold, until Start returns
+	dirs   *launch.RunDirs // home, tmp, work; nil until made
 	stderr *launch.Tail
 	w      *launch.Watch
 
@@ -357,45 +355,15 @@ func holdPair() (local, child *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), "anet-hold"), os.NewFile(uintptr(fds[1]), "anet-hold-init"), nil
 }
 
-// makeDirs creates <RunRoot>/<ID>/{home,tmp[,work]} fresh and the work dir, all link-safe.
+// makeDirs creates the run's dirs (launch.MakeRunDirs) and puts them in lay.
 func (r *run) makeDirs(lay *Layout) error {
-	spec := r.spec
-	d, err := linksafe.MakeRunDirs(spec.RunRoot, spec.ID, spec.WorkRoot == "")
-	r.runDir, r.lock, r.dirs = d.Dir, d.Lock, d.Made
-	if len(d.Swept) > 0 || d.SweepErr != nil {
-		r.l.cfg.Log.Warn("swept run dirs of a killed launcher", "removed", d.Swept, "err", d.SweepErr)
-	}
-	if err != nil {
-		return fmt.Errorf("start %s: %w", spec.ID, err)
-	}
-	lay.Home, lay.Tmp = r.dirs[0], r.dirs[1]
-	if err := linksafe.WriteHomeFiles(lay.Home, spec.HomeFiles); err != nil {
-		return fmt.Errorf("start %s: %w", spec.ID, err)
-	}
-	if spec.WorkRoot == "" {
-		lay.Work = r.dirs[2]
-	} else {
-		p, f, err := linksafe.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
-		if err != nil {
-			return fmt.Errorf("start %s: work dir: %w", spec.ID, err)
-		}
-		f.Close()
-		lay.Work = p
-		r.dirs = append(r.dirs, p)
-	}
-	return nil
+	d, err := launch.MakeRunDirs(r.spec, r.l.cfg.Log)
+	r.dirs = d
+	lay.Home, lay.Tmp, lay.Work = d.Home, d.Tmp, d.Work
+	return err
 }
 
-func (r *run) cleanupDirs() {
-	if r.runDir != "" {
-		if err := linksafe.RemovePath(r.runDir); err != nil {
-			r.l.cfg.Log.Warn("run cleanup", "id", r.spec.ID, "err", err)
-		}
-	}
-	if r.lock != nil {
-		r.lock.Close()
-	}
-}
+func (r *run) cleanupDirs() { r.dirs.Remove(r.l.cfg.Log, r.spec.ID) }
 
 // readStatus follows bwrap's --json-status-fd: the child (init) pid, then its exit code.
 func (r *run) readStatus(f *os.File) {
@@ -437,7 +405,7 @@ func (r *run) watch(ctx context.Context) {
 
 // overDisk is the watch's poll: the disk limit over home, tmp and work together.
 func (r *run) overDisk() reasons.Code {
-	if n, _ := linksafe.DiskUsage(r.dirs...); n > r.lim.Disk {
+	if n, _ := linksafe.DiskUsage(r.dirs.All...); n > r.lim.Disk {
 		return sandbox.LimitDisk
 	}
 	return ""

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -28,12 +27,10 @@ type run struct {
 	lim    sandbox.Limits
 	params Params
 	env    []string
-	hidden []string     // the spec's hidden paths that exist, resolved
-	prog   string       // the agent's resolved program
-	runDir string       // <RunRoot>/<ID>
-	lock   *os.File     // flock on runDir while the run lives (linksafe.SweepRunRoot)
-	dirs   []string     // home, tmp, work: the disk limit's scope
-	door   net.Listener // the closed door on the endpoint port of a run without endpoint
+	hidden []string        // the spec's hidden paths that exist, resolved
+	prog   string          // the agent's resolved program
+	dirs   *launch.RunDirs // home, tmp, work; nil until made
+	door   net.Listener    // the closed door on the endpoint port of a run without endpoint
 	cmd    *exec.Cmd
 	stderr *capped
 	procs  *tracker
@@ -147,13 +144,13 @@ func (b *Backend) prepare(spec sandbox.Spec) (*run, error) {
 		go launch.DrainListener(r.door)
 		port = r.door.Addr().(*net.TCPAddr).Port
 	}
-	r.params = Params{Home: r.dirs[0], Tmp: r.dirs[1], Work: r.dirs[2], AgentTree: tree, Self: b.self,
+	r.params = Params{Home: r.dirs.Home, Tmp: r.dirs.Tmp, Work: r.dirs.Work, AgentTree: tree, Self: b.self,
 		EndpointPort: port, OperatorHome: b.home}
 	if err := r.params.Validate(); err != nil {
 		r.cleanupDirs()
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
-	for _, d := range r.dirs {
+	for _, d := range r.dirs.All {
 		for _, h := range r.hidden {
 			if sandbox.Within(d, h) || sandbox.Within(h, d) {
 				r.cleanupDirs()
@@ -193,49 +190,23 @@ func (b *Backend) agentTree(spec sandbox.Spec, hidden []string) (tree, prog stri
 	return tree, prog, nil
 }
 
-// makeDirs creates <RunRoot>/<ID>/{home,tmp[,work]} fresh and the work dir, all link-safe.
-func (r *run) makeDirs() error {
-	spec := r.spec
-	d, err := linksafe.MakeRunDirs(spec.RunRoot, spec.ID, spec.WorkRoot == "")
-	r.runDir, r.lock, r.dirs = d.Dir, d.Lock, d.Made
-	if len(d.Swept) > 0 || d.SweepErr != nil {
-		r.b.log.Warn("swept run dirs of a killed launcher", "removed", d.Swept, "err", d.SweepErr)
-	}
-	if err != nil {
-		return fmt.Errorf("start %s: %w", spec.ID, err)
-	}
-	if err := linksafe.WriteHomeFiles(r.dirs[0], spec.HomeFiles); err != nil {
-		return fmt.Errorf("start %s: %w", spec.ID, err)
-	}
-	if spec.WorkRoot != "" {
-		p, f, err := linksafe.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
-		if err != nil {
-			return fmt.Errorf("start %s: work dir: %w", spec.ID, err)
-		}
-		f.Close()
-		r.dirs = append(r.dirs, p)
-	}
-	return nil
+// makeDirs creates the run's dirs (launch.MakeRunDirs).
+func (r *run) makeDirs() (err error) {
+	r.dirs, err = launch.MakeRunDirs(r.spec, r.b.log)
+	return err
 }
 
 func (r *run) cleanupDirs() {
 	if r.door != nil {
 		r.door.Close()
 	}
-	if r.runDir != "" {
-		if err := linksafe.RemovePath(r.runDir); err != nil {
-			r.b.log.Warn("run cleanup", "id", r.spec.ID, "err", err)
-		}
-	}
-	if r.lock != nil {
-		r.lock.Close()
-	}
+	r.dirs.Remove(r.b.log, r.spec.ID)
 }
 
 // poll is the watch's once-a-second look: the disk limit over home, tmp and work, and the
 // run's processes (recorded for the kill; too many is the task limit).
 func (r *run) poll() reasons.Code {
-	if n, _ := linksafe.DiskUsage(r.dirs...); n > r.lim.Disk {
+	if n, _ := linksafe.DiskUsage(r.dirs.All...); n > r.lim.Disk {
 		return sandbox.LimitDisk
 	}
 	if n, err := r.procs.scan(); err == nil && int64(n) > r.lim.Tasks {
