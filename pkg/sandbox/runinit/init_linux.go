@@ -67,13 +67,13 @@ func Init(o InitOptions) int {
 	if len(o.Join) > 0 {
 		// The agent is forked from this goroutine; pinned, it forks from the thread that
 		// joined (a cgroup v1 move of "0" moves only the calling thread).
+		if o.Hold == nil {
+			logf("agent not started: asked to join the run's cgroups with no launcher to tell")
+			return ExitJoin
+		}
 		runtime.LockOSThread()
 		if err := join(o.Join); err != nil {
 			logf("agent not started: %v", err)
-			return ExitJoin
-		}
-		if o.Hold == nil {
-			logf("agent not started: joined the run's cgroups with no launcher to tell")
 			return ExitJoin
 		}
 		if _, err := o.Hold.Write([]byte{Joined}); err != nil {
