@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 
 	"anet.dev/anet/pkg/sandbox/attack"
 	"anet.dev/anet/pkg/sandbox/gate"
@@ -35,27 +33,16 @@ func run(args []string, stderr io.Writer) int {
 	port := fs.Int("port", 0, "loopback `PORT` relayed to the endpoint")
 	envFile := fs.String("env-file", "", "`FILE` of NUL-separated variables for the agent")
 	hold := fs.Int("hold", -1, "descriptor `FD` to read the launcher's release from before the agent starts")
-	joinFDs := fs.String("join", "", "comma-separated descriptors `FDS` of the run's cgroup v1 tasks files to join first")
+	fsize := fs.Int64("fsize", 0, "the run's RLIMIT_FSIZE in `BYTES` (RLIMIT_CORE is always set to 0)")
 	gateFDs := fs.String(gate.FlagFDs, "", "`CTL,ECHO` descriptors: run the probe's checks before the agent")
 	gateTargets := fs.String(gate.FlagTargets, "", "what the probe's checks aim at (`JSON`)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "anet-runinit: "+format+"\n", a...) }
-	o := runinit.InitOptions{Port: *port, EnvFile: *envFile, Argv: fs.Args(), Stderr: stderr}
+	o := runinit.InitOptions{Port: *port, EnvFile: *envFile, Argv: fs.Args(), Stderr: stderr, FileSize: *fsize}
 	if *hold >= 0 {
 		o.Hold = os.NewFile(uintptr(*hold), "anet-hold")
-	}
-	for _, f := range strings.Split(*joinFDs, ",") {
-		if f == "" {
-			continue
-		}
-		fd, err := strconv.Atoi(f)
-		if err != nil || fd < 3 {
-			logf("--join %q: want descriptors of 3 or more", *joinFDs)
-			return runinit.ExitJoin
-		}
-		o.Join = append(o.Join, os.NewFile(uintptr(fd), "anet-join"))
 	}
 	if *endpoint != "" {
 		o.Upstream = runinit.UnixSocket(*endpoint)

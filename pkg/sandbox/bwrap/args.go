@@ -39,11 +39,12 @@ type Layout struct {
 	// StatusFD is the child's fd for bwrap's --json-status-fd, or -1.
 	StatusFD int
 	// HoldFD is the child's fd init waits on (its --hold) before it starts the agent, until
-	// the launcher has applied rlimits and cgroups to it, or -1.
+	// the launcher has moved it into the run's cgroups from outside (cgroup v2, systemd), or
+	// -1 when the run is born in them (cgroup v1) or has none.
 	HoldFD int
-	// JoinFDs are the child's fds of the run's cgroup v1 tasks files, which init joins itself
-	// before it tells the launcher on HoldFD (runinit.InitOptions.Join), or none.
-	JoinFDs []int
+	// FileSize is the run's RLIMIT_FSIZE, which init sets (with RLIMIT_CORE 0) before the
+	// agent starts (its --fsize); 0 for none.
+	FileSize int64
 	// Hostname is the run's own hostname.
 	Hostname string
 	// Gate are init's flags that fold the probe into the run (pkg/sandbox/gate), or none.
@@ -173,12 +174,8 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	if l.HoldFD >= 0 {
 		a = append(a, "--hold", strconv.Itoa(l.HoldFD))
 	}
-	if len(l.JoinFDs) > 0 {
-		fds := make([]string, len(l.JoinFDs))
-		for i, fd := range l.JoinFDs {
-			fds[i] = strconv.Itoa(fd)
-		}
-		a = append(a, "--join", strings.Join(fds, ","))
+	if l.FileSize > 0 {
+		a = append(a, "--fsize", strconv.FormatInt(l.FileSize, 10))
 	}
 	a = append(a, l.Gate...)
 	a = append(a, "--")
@@ -206,9 +203,6 @@ func (l Layout) validate(spec sandbox.Spec) error {
 	}
 	if l.Hostname == "" || strings.ContainsAny(l.Hostname, "/ \x00") || len(l.Hostname) > 64 {
 		errs = append(errs, fmt.Errorf("layout hostname %q: want 1-64 characters, no / or space", l.Hostname))
-	}
-	if len(l.JoinFDs) > 0 && l.HoldFD < 0 {
-		errs = append(errs, errors.New("layout join: needs a hold fd, on which init says it joined"))
 	}
 	if len(l.SeccompFDs) == 0 && !l.Unsafe.NoSeccomp {
 		errs = append(errs, errors.New("layout seccomp: no programs (refusing to run without a filter)"))

@@ -31,7 +31,7 @@ func goldenLayout() Layout {
 		SystemDirs: []launch.SystemDir{{Path: "/usr"}, {Path: "/etc"}, {Path: "/bin", Link: "usr/bin"}, {Path: "/lib64", Link: "usr/lib64"}},
 		Home:       "/c/runs/r1/home", Tmp: "/c/runs/r1/tmp", Work: "/c/work-sandbox/aid/i1",
 		Endpoint: "/rt/anet/r1/endpoint.sock", Init: "/usr/libexec/anet/anet-runinit", Self: "/usr/libexec/anet/anet-sandboxd",
-		AgentTree: "/opt/agent", SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, HoldFD: 7, JoinFDs: []int{8, 9}, Hostname: "anet-run",
+		AgentTree: "/opt/agent", SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, HoldFD: 7, FileSize: 4096, Hostname: "anet-run",
 	}
 }
 
@@ -120,7 +120,7 @@ func TestArgsBindsSelfOnlyForItsOwnRuns(t *testing.T) {
 		t.Fatalf("a run of anet-sandboxd itself does not bind it: %q", args)
 	}
 	want := " -- " + sandbox.SandboxInit + " --endpoint " + sandbox.SandboxEndpoint + " --port 8080 --env-file " + sandbox.SandboxEnvFile +
-		" --hold 7 --join 8,9 --gate 10,11 --gate-targets {} -- " + sandbox.SandboxSelf + " attack --json"
+		" --hold 7 --fsize 4096 --gate 10,11 --gate-targets {} -- " + sandbox.SandboxSelf + " attack --json"
 	if joined := strings.Join(args, " "); !strings.HasSuffix(joined, want) {
 		t.Fatalf("bwrap's argv %q, want it to end %q", joined, want)
 	}
@@ -145,7 +145,6 @@ func TestArgsRefuses(t *testing.T) {
 			s.Endpoint, s.EndpointAddr, l.Endpoint = "", "127.0.0.1:"+strconv.Itoa(s.Port), ""
 		}, "endpoint_addr"},
 		{"no init", func(_ *sandbox.Spec, l *Layout) { l.Init = "" }, "init"},
-		{"join without hold", func(_ *sandbox.Spec, l *Layout) { l.HoldFD = -1 }, "join"},
 		{"self run without self", func(s *sandbox.Spec, l *Layout) { s.Argv[0], l.Self = sandbox.SandboxSelf, "" }, "self"},
 	}
 	for _, c := range cases {

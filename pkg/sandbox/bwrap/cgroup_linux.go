@@ -159,14 +159,23 @@ type leaf struct {
 	// blocked sandbox child's pid to.
 	dirs  []string
 	procs []string
-	// tasks are the cgroup v1 tasks files the run's init joins itself (runinit's Join);
-	// none on cgroup v2, where the launcher moves init from outside.
+	// tasks are the cgroup v1 tasks files the launcher's starting thread joins, so the run is
+	// born in them (startBorn); none on cgroup v2, where the launcher moves init from outside.
 	tasks []string
 	mem   string // dir holding the memory files
 	pids  string // dir holding the pids files
 }
 
 const leafPrefix = "anet-run-"
+
+// tasks are the cgroup v1 tasks files of the launcher's own cgroups, which startBorn's thread
+// joins back; none for any other mechanism.
+func (m Mechanism) tasks() []string {
+	if m.Mode != LimitsV1 {
+		return nil
+	}
+	return []string{filepath.Join(m.Memory, "tasks"), filepath.Join(m.Pids, "tasks")}
+}
 
 // newLeaf makes the run's cgroup(s) under m, writes the limits and reads them back (S6: report
 // full only after reading back). The caller moves the run in with confine.
@@ -322,7 +331,9 @@ func (l *leaf) kill() {
 		for _, p := range l.procs {
 			b, _ := os.ReadFile(p)
 			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+				// Never the launcher itself, whose starting thread is in a run's cgroups
+				// for a moment (startBorn).
+				if pid, err := strconv.Atoi(f); err == nil && pid > 0 && pid != os.Getpid() {
 					left++
 					_ = syscall.Kill(pid, syscall.SIGKILL)
 				}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,4 +126,94 @@ func TestStartRefusesHiddenAgentTree(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "must never be visible") {
 		t.Fatalf("Start with the agent tree = a hidden dir: %v, want a refusal", err)
 	}
+}
+
+// TestRunBornInItsCgroups (S6): on cgroup v1 the whole run — bwrap, init, the agent and what it
+// forks — is born in the run's own memory and pids cgroups (startBorn: the launcher's starting
+// thread joins them, forks bwrap, and joins back), so nothing of the run ever runs outside its
+// limits; and nothing of the launcher stays in them, or a run's end (which kills what is left
+// in its cgroups) would reach the launcher. Seen from outside, since inside the run's cgroup
+// namespace starts at its own leaf: the run sees only "/" of every hierarchy.
+func TestRunBornInItsCgroups(t *testing.T) {
+	l := newLauncher(t)
+	n := uniqueSleep()
+	id := "born-" + n
+	spec := sandbox.Spec{ID: id, Mode: sandbox.ModeSandbox, RunRoot: t.TempDir(),
+		Argv: []string{"/bin/sh", "-c", "cat /proc/self/cgroup; sleep $((" + n + ")) & exec sleep $((" + n + "+1))"}}
+	var out bytes.Buffer
+	r, err := l.Start(context.Background(), spec, sandbox.Stdio{Stdout: &out})
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	defer r.Wait()
+	defer r.Stop()
+	m := bwrap.DetectLimits()
+	leaves := []string{filepath.Join(m.Memory, "anet-run-"+id), filepath.Join(m.Pids, "anet-run-"+id)}
+	comms := func(leaf string) (map[string]int, bool) {
+		b, err := os.ReadFile(filepath.Join(leaf, "cgroup.procs"))
+		if err != nil {
+			t.Fatalf("read the run's cgroup: %v", err)
+		}
+		got, self := map[string]int{}, false
+		for _, f := range strings.Fields(string(b)) {
+			if f == strconv.Itoa(os.Getpid()) {
+				self = true
+			}
+			c, _ := os.ReadFile(filepath.Join("/proc", f, "cmdline"))
+			got[string(bytes.ReplaceAll(bytes.TrimRight(c, "\x00"), []byte{0}, []byte{' '}))]++
+		}
+		return got, self
+	}
+	want := []string{"sleep " + n, "sleep " + strconv.Itoa(mustAtoi(t, n)+1)}
+	for _, leaf := range leaves {
+		testkit.WaitWithin(t, "the agent and its child in "+leaf+", and not the launcher", 30*time.Second, func() bool {
+			got, self := comms(leaf)
+			return got[want[0]] == 1 && got[want[1]] == 1 && !self
+		})
+		got, _ := comms(leaf)
+		for cmd := range got {
+			argv0, _, _ := strings.Cut(cmd, " ")
+			if argv0 != "sleep" && filepath.Base(argv0) != "bwrap" && argv0 != sandbox.SandboxInit {
+				t.Errorf("%s holds %q, which is not of the run", leaf, cmd)
+			}
+		}
+	}
+	for _, f := range mustReadDir(t, "/proc/self/task") {
+		b, _ := os.ReadFile(filepath.Join("/proc/self/task", f, "cgroup"))
+		if strings.Contains(string(b), "anet-run-"+id) {
+			t.Errorf("launcher thread %s is in the run's cgroups:\n%s", f, b)
+		}
+	}
+	r.Stop()
+	r.Wait()
+	for _, line := range readLines(out.String()) {
+		if !strings.HasSuffix(line, ":/") {
+			t.Errorf("the run sees cgroup %q, want only its own root", line)
+		}
+	}
+	if len(readLines(out.String())) == 0 {
+		t.Errorf("the run printed no /proc/self/cgroup")
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func mustReadDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
 }

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,15 +34,18 @@ const (
 
 // run is one started sandboxed run.
 type run struct {
-	l      *Backend
-	spec   sandbox.Spec
-	lim    sandbox.Limits
-	cmd    *exec.Cmd
-	leaf   *leaf
-	hold   *os.File        // the launcher's end of init's --hold, until Start returns
-	dirs   *launch.RunDirs // home, tmp, work; nil until made
-	stderr *launch.Tail
-	w      *launch.Watch
+	l    *Backend
+	spec sandbox.Spec
+	lim  sandbox.Limits
+	cmd  *exec.Cmd
+	leaf *leaf
+	hold *os.File // the launcher's end of init's --hold, until Start returns; nil without one
+	// endBorn ends the thread that started a run born in its cgroups (startBorn), once the
+	// run is over; nil otherwise.
+	endBorn func()
+	dirs    *launch.RunDirs // home, tmp, work; nil until made
+	stderr  *launch.Tail
+	w       *launch.Watch
 
 	cgroup     sandbox.CgroupLimits // whether the cgroup limits are in force; set by start
 	childPid   chan int             // init's host pid, from --json-status-fd
@@ -57,10 +60,10 @@ type run struct {
 }
 
 // Start implements launch.Backend: it applies spec (link-safe dirs, seccomp memfds, cgroup
-// limits), then bwrap → init → agent. init waits on its --hold fd until confine has applied
-// the rlimits and cgroups, so every limit is in place before the agent, or anything it
-// starts, exists; bwrap's set-up and init's start (our code) run meanwhile, so they overlap
-// the move into the cgroups, which waits for an RCU grace period of the kernel.
+// limits), then bwrap → init → agent, so every limit is in place before the agent, or
+// anything it starts, exists: on cgroup v1 bwrap is born in the run's cgroups (startBorn);
+// on v2 and in a systemd scope init waits on its --hold fd until confine has moved it in;
+// init sets the rlimits itself before it starts the agent.
 // The probe gate is the Launcher's (pkg/sandbox/launch), or the run's own (StartProbed).
 func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
 	return l.StartWall(ctx, spec, stdio, Wall{})
@@ -182,15 +185,20 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 	}
 	lay.StatusFD = fdSeccomp0 + len(files)
 	files = append(files, statusW)
-	hold, holdChild, err := holdPair()
-	if err != nil {
-		statusR.Close()
-		return fail(fmt.Errorf("start %s: hold: %w", spec.ID, err))
+	// A run whose cgroups are joined from outside (v2, a systemd scope) holds its agent until
+	// they are; on v1 the run is born in them (startBorn) and needs no hold.
+	if l.mech.Mode == LimitsV2 || l.mech.Mode == LimitsSystemd {
+		holdChild, hold, err := os.Pipe()
+		if err != nil {
+			statusR.Close()
+			return fail(fmt.Errorf("start %s: hold: %w", spec.ID, err))
+		}
+		r.hold = hold
+		defer hold.Close() // unwritten, it ends an init still waiting without an agent
+		lay.HoldFD = fdSeccomp0 + len(files)
+		files = append(files, holdChild)
 	}
-	r.hold = hold
-	defer hold.Close() // unwritten, it ends an init still waiting without an agent
-	lay.HoldFD = fdSeccomp0 + len(files)
-	files = append(files, holdChild)
+	lay.FileSize = r.lim.FileSize
 	if g != nil {
 		ctl := fdSeccomp0 + len(files)
 		lay.Gate = g.Args(ctl, ctl+1)
@@ -199,17 +207,6 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 	if err := leafErr(); err != nil {
 		statusR.Close()
 		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
-	}
-	if r.leaf != nil {
-		for _, p := range r.leaf.tasks {
-			f, err := os.OpenFile(p, os.O_WRONLY, 0)
-			if err != nil {
-				statusR.Close()
-				return fail(fmt.Errorf("start %s: open cgroup %s: %w", spec.ID, p, err))
-			}
-			lay.JoinFDs = append(lay.JoinFDs, fdSeccomp0+len(files))
-			files = append(files, f)
-		}
 	}
 
 	args, err := Args(spec, lay)
@@ -242,9 +239,15 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		},
 	}
 	r.cmd = cmd
-	if err := cmd.Start(); err != nil {
+	var startErr error
+	if r.leaf != nil && len(r.leaf.tasks) > 0 {
+		r.endBorn, startErr = startBorn(cmd, r.leaf.tasks, l.mech.tasks())
+	} else {
+		startErr = cmd.Start()
+	}
+	if startErr != nil {
 		statusR.Close()
-		return fail(reasons.New(reasons.SandboxStartFailed, err.Error()))
+		return fail(reasons.New(reasons.SandboxStartFailed, startErr.Error()))
 	}
 	closeFiles()
 	go r.readStatus(statusR)
@@ -262,8 +265,8 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 			cgroup = sandbox.CgroupFull
 		}
 	}
-	if r.setupErr == nil {
-		_, _ = hold.Write([]byte{runinit.Release}) // init may now start the agent
+	if r.setupErr == nil && r.hold != nil {
+		_, _ = r.hold.Write([]byte{runinit.Release}) // init may now start the agent
 	}
 	r.outcome.Cgroup, r.cgroup = cgroup, cgroup
 	l.cfg.Log.Info("run started", "id", spec.ID, "mode", spec.Mode, "limits", l.mech.Mode, "cgroup", cgroup, "argv0", prog)
@@ -272,11 +275,12 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 	return r, nil
 }
 
-// confine applies what must be in place before the agent starts. bwrap's child (pid 1 of the
-// run: bwrap, then init) reports its pid; from outside we set its RLIMIT_CORE (0) and
-// RLIMIT_FSIZE and move it, with all its threads, into the run's cgroups, so the agent and
-// everything it forks inherit them: init forks nothing before its hold is released. A child
-// that died meanwhile is not an error here: bwrap reports its own failure.
+// confine pins the run's pid 1 with a pidfd, for every later signal, and moves it into the
+// run's cgroups when they are joined from outside (cgroup v2): bwrap's child (pid 1 of the
+// run: bwrap, then init) reports its pid, and with all its threads it is moved before its
+// hold is released, so the agent and everything it forks inherit them. On cgroup v1 the run
+// was born in them (startBorn). Init sets the rlimits itself. A child that died meanwhile is
+// not an error here: bwrap reports its own failure.
 func (r *run) confine() error {
 	var pid int
 	select {
@@ -287,8 +291,8 @@ func (r *run) confine() error {
 		return fmt.Errorf("bwrap did not report its child within 30s")
 	}
 	gone := func(err error) bool { return errors.Is(err, syscall.ESRCH) }
-	// The child is blocked, so pid is still it: a pidfd pins it for every later signal, which
-	// a recycled pid number could not guarantee.
+	// Until its agent starts, pid is still the run's init: a pidfd pins it for every later
+	// signal, which a recycled pid number could not guarantee.
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		if gone(err) {
@@ -299,18 +303,8 @@ func (r *run) confine() error {
 	r.mu.Lock()
 	r.pidfd = pidfd
 	r.mu.Unlock()
-	if err := unix.Prlimit(pid, unix.RLIMIT_CORE, &unix.Rlimit{}, nil); err != nil && !gone(err) {
-		return fmt.Errorf("set RLIMIT_CORE of %d: %w", pid, err)
-	}
-	fs := uint64(r.lim.FileSize)
-	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: fs, Max: fs}, nil); err != nil && !gone(err) {
-		return fmt.Errorf("set RLIMIT_FSIZE of %d: %w", pid, err)
-	}
-	if r.leaf == nil {
+	if r.leaf == nil || len(r.leaf.tasks) > 0 {
 		return nil
-	}
-	if len(r.leaf.tasks) > 0 {
-		return r.joined()
 	}
 	for _, p := range r.leaf.procs {
 		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil && !gone(err) {
@@ -320,39 +314,53 @@ func (r *run) confine() error {
 	return nil
 }
 
-// joined waits for init's word that it is in the run's cgroup v1 leaves (runinit's Join):
-// init moves itself, which the kernel does without the global lock a move from outside takes.
-func (r *run) joined() error {
-	if err := r.hold.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		return fmt.Errorf("hold: %w", err)
+// startBorn starts cmd from a thread that has first joined the run's cgroup v1 leaves (join,
+// their tasks files), so bwrap, init and the agent are born in them (S6): no process of the
+// run ever runs outside its limits, and nothing is moved from outside, which takes the
+// kernel's global threadgroup lock, whose first taker waits for an RCU grace period (5 to
+// 15 ms here, on every launch's path); the kernel moves a task's own single thread without
+// it. Right after the fork the thread joins back (the launcher's own cgroups, back), and it
+// stays, idle, until end is called once the run is over: bwrap's parent-death signal is tied
+// to the thread that forked it, not to the process. The thread never runs anything else: its
+// goroutine stays locked to it and ends locked, which ends the thread, and the runtime starts
+// no thread from a locked one (it asks its template thread). If joining back fails the thread
+// ends at once, and bwrap with it.
+func startBorn(cmd *exec.Cmd, join, back []string) (end func(), err error) {
+	started := make(chan error, 1)
+	over := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		err := joinThread(join)
+		if err == nil {
+			err = cmd.Start()
+		}
+		if berr := joinThread(back); berr != nil {
+			if err == nil {
+				err = fmt.Errorf("%w (the run was started and has been killed)", berr)
+			}
+			started <- err
+			return
+		}
+		started <- err
+		if err == nil {
+			<-over
+		}
+	}()
+	if err := <-started; err != nil {
+		return nil, err
 	}
-	var b [1]byte
-	if _, err := io.ReadFull(r.hold, b[:]); err != nil {
-		return fmt.Errorf("%w: %v", errNotJoined, err)
-	}
-	if b[0] != runinit.Joined {
-		return fmt.Errorf("%w: init said %d", errNotJoined, b[0])
-	}
-	return nil
+	var once sync.Once
+	return func() { once.Do(func() { close(over) }) }, nil
 }
 
-// errNotJoined: no agent started, and bwrap's or init's own message, when there is one, says
-// why better than this.
-var errNotJoined = errors.New("init did not join the run's cgroups")
-
-// holdPair is init's --hold: a stream socket pair, since init also answers on it (Joined).
-// The launcher's end is non-blocking, so reading it can time out.
-func holdPair() (local, child *os.File, err error) {
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, nil, err
+// joinThread moves the calling thread, alone, into the cgroup of each tasks file.
+func joinThread(tasks []string) error {
+	for _, p := range tasks {
+		if err := os.WriteFile(p, []byte("0"), 0); err != nil {
+			return fmt.Errorf("join cgroup %s: %w", p, err)
+		}
 	}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
-		return nil, nil, err
-	}
-	return os.NewFile(uintptr(fds[0]), "anet-hold"), os.NewFile(uintptr(fds[1]), "anet-hold-init"), nil
+	return nil
 }
 
 // makeDirs creates the run's dirs (launch.MakeRunDirs) and puts them in lay.
@@ -394,6 +402,9 @@ func (r *run) readStatus(f *os.File) {
 // outcome.
 func (r *run) watch(ctx context.Context) {
 	err := r.w.Run(ctx, r.cmd.Wait)
+	if r.endBorn != nil {
+		r.endBorn()
+	}
 	// The exit code travels on the status pipe, which bwrap closes when it exits; read it
 	// to the end before judging the outcome. Only bwrap holds the write end.
 	select {
@@ -443,11 +454,7 @@ func (r *run) finish(waitErr error) {
 	switch {
 	case r.setupErr != nil:
 		o.ExitCode = -1
-		code, msg := reasons.SandboxStartFailed, r.setupErr.Error()
-		if m := strings.TrimSpace(r.stderr.String()); m != "" && errors.Is(r.setupErr, errNotJoined) {
-			code, msg = classifyStart(m), launch.LastLine(m)
-		}
-		o.Err = reasons.New(code, msg)
+		o.Err = reasons.New(reasons.SandboxStartFailed, r.setupErr.Error())
 	case r.gotExit:
 		o.ExitCode = r.exitCode
 		if o.ExitCode > 128 && o.ExitCode < 128+65 {

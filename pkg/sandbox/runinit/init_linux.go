@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -24,17 +23,15 @@ type InitOptions struct {
 	// Stderr receives init's own messages.
 	Stderr io.Writer
 	// Hold, when set, is read before the agent starts, after Gate: the agent starts only on
-	// the byte Release, which the launcher writes once the run's limits are in force (S6);
-	// anything else, or its end, ends init without an agent. With Join, init first writes
-	// Joined on it once it is in the run's cgroups, so Hold must also be writable then.
-	Hold io.ReadWriteCloser
-	// Join are the run's cgroup v1 "tasks" files, opened by the launcher: init writes 0 into
-	// each before anything else, moving the thread that later starts the agent, so the agent
-	// and everything it starts are born inside the run's limits (S6). The kernel moves a
-	// task's own single thread without the global lock it takes to move another process,
-	// whose first taker waits for an RCU grace period (5 to 12 ms here, on every launch's
-	// path). A failed write ends init without an agent.
-	Join []io.WriteCloser
+	// the byte Release, which the launcher writes once it has moved init into the run's
+	// cgroups from outside (cgroup v2, a systemd scope: S6); anything else, or its end, ends
+	// init without an agent. On cgroup v1 there is none: bwrap, init and the agent are born
+	// in the run's cgroups (pkg/sandbox/bwrap).
+	Hold io.ReadCloser
+	// FileSize is the run's RLIMIT_FSIZE (soft and hard), set with RLIMIT_CORE 0 before
+	// anything else; 0 leaves the file size limit as inherited. Init sets them itself, so no
+	// launcher has to reach into the sandbox before the agent may start.
+	FileSize int64
 	// Gate, when set, runs after the relay listens and before the agent starts: the agent
 	// starts only if it returns nil, otherwise Init returns ExitGated without starting it
 	// (the probe's checks folded into the run, S7, P2: pkg/sandbox/gate).
@@ -47,12 +44,9 @@ const ExitGated = 125
 // Release is the byte on Hold that lets init start the agent.
 const Release byte = 1
 
-// Joined is the byte init writes on Hold once it has joined the cgroups of Join.
-const Joined byte = 2
-
-// ExitJoin is Init's status when it could not join the run's cgroups (Join); the agent never
+// ExitLimits is Init's status when it could not set the run's rlimits; the agent never
 // started.
-const ExitJoin = 124
+const ExitLimits = 124
 
 // Init is pid 1 inside the sandbox. It holds nothing the agent lacks (same uid, same seccomp
 // filter, same view) and enforces nothing: every rule is applied by the endpoint on the other
@@ -64,21 +58,16 @@ func Init(o InitOptions) int {
 			fmt.Fprintf(o.Stderr, "run init: "+format+"\n", a...)
 		}
 	}
-	if len(o.Join) > 0 {
-		// The agent is forked from this goroutine; pinned, it forks from the thread that
-		// joined (a cgroup v1 move of "0" moves only the calling thread).
-		if o.Hold == nil {
-			logf("agent not started: asked to join the run's cgroups with no launcher to tell")
-			return ExitJoin
-		}
-		runtime.LockOSThread()
-		if err := join(o.Join); err != nil {
-			logf("agent not started: %v", err)
-			return ExitJoin
-		}
-		if _, err := o.Hold.Write([]byte{Joined}); err != nil {
-			logf("agent not started: tell the launcher the run's cgroups are joined: %v", err)
-			return ExitJoin
+	// No core file may carry the run's memory to disk, whatever init inherited.
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+		logf("agent not started: set RLIMIT_CORE 0: %v", err)
+		return ExitLimits
+	}
+	if o.FileSize > 0 {
+		fs := uint64(o.FileSize)
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: fs, Max: fs}); err != nil {
+			logf("agent not started: set RLIMIT_FSIZE %d: %v", o.FileSize, err)
+			return ExitLimits
 		}
 	}
 	// Non-dumpable: the agent (same uid) cannot ptrace or read /proc/1/mem of init.
@@ -111,7 +100,7 @@ func Init(o InitOptions) int {
 	// Signals are registered before the agent starts so none is lost in between.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGCHLD)
+		syscall.SIGUSR1, syscall.SIGUSR2)
 	if o.Upstream != nil {
 		ln, err := ListenLoopback(o.Port)
 		if err != nil {
@@ -147,40 +136,30 @@ func Init(o InitOptions) int {
 		logf("start agent %s: %v", o.Argv[0], err)
 		return 127
 	}
-	for sig := range sigs {
-		if sig != syscall.SIGCHLD {
+	go func() {
+		for sig := range sigs {
 			_ = syscall.Kill(-agent, sig.(syscall.Signal))
+		}
+	}()
+	// Reaped here, in a blocking wait, not on SIGCHLD through the runtime's signal goroutine:
+	// the agent's end reaches the launcher one hand-off sooner.
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
 			continue
 		}
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if pid <= 0 || err != nil {
-				break
-			}
-			if pid != agent {
-				continue // an orphan reparented to us: reaped
-			}
-			// pid 1 leaving makes the kernel kill the rest of the namespace.
-			if ws.Signaled() {
-				return 128 + int(ws.Signal())
-			}
-			return ws.ExitStatus()
+		if err != nil {
+			logf("wait for the agent: %v", err)
+			return 126
 		}
+		if pid != agent {
+			continue // an orphan reparented to us: reaped
+		}
+		// pid 1 leaving makes the kernel kill the rest of the namespace.
+		if ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ws.ExitStatus()
 	}
-	return 126
-}
-
-// join writes 0 into every file of files, then closes them all: none reaches the agent.
-func join(files []io.WriteCloser) error {
-	var first error
-	for _, f := range files {
-		if _, err := f.Write([]byte("0")); err != nil && first == nil {
-			first = fmt.Errorf("join the run's cgroup: %w", err)
-		}
-		if err := f.Close(); err != nil && first == nil {
-			first = fmt.Errorf("join the run's cgroup: %w", err)
-		}
-	}
-	return first
 }

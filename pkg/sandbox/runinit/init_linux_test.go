@@ -2,11 +2,11 @@ package runinit
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,16 +15,20 @@ import (
 // between real processes, as bwrap starts init.
 const holdEnv = "ANET_RUNINIT_TEST_HOLD"
 
-// joinEnv adds fd 4 as the one file init joins (runinit's Join).
-const joinEnv = "ANET_RUNINIT_TEST_JOIN"
+// fsizeEnv makes this test binary act as a run's init with no hold and the RLIMIT_FSIZE it
+// names.
+const fsizeEnv = "ANET_RUNINIT_TEST_FSIZE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(holdEnv) != "" {
-		o := InitOptions{Argv: os.Args[1:], Hold: os.NewFile(3, "hold"), Stderr: os.Stderr}
-		if os.Getenv(joinEnv) != "" {
-			o.Join = []io.WriteCloser{os.NewFile(4, "join")}
+		os.Exit(Init(InitOptions{Argv: os.Args[1:], Hold: os.NewFile(3, "hold"), Stderr: os.Stderr}))
+	}
+	if v := os.Getenv(fsizeEnv); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			panic(err)
 		}
-		os.Exit(Init(o))
+		os.Exit(Init(InitOptions{Argv: os.Args[1:], FileSize: n, Stderr: os.Stderr}))
 	}
 	os.Exit(m.Run())
 }
@@ -83,88 +87,41 @@ func TestHoldKeepsTheAgent(t *testing.T) {
 	}
 }
 
-// TestJoinBeforeTheAgent (S6): with Join, init first writes 0 into each file it was given (on
-// cgroup v1 that moves the thread that will fork the agent into the run's cgroup), says
-// Joined on the hold, and only then waits for the launcher's Release. A file it cannot write
-// (here /dev/full, as a cgroup refusing the move would) ends init with ExitJoin: no Joined, and
-// the agent never ran, even when the launcher releases it. The real cgroup is joined in
-// pkg/sandbox/bwrap's TestAgentBornInItsCgroups.
-func TestJoinBeforeTheAgent(t *testing.T) {
+// TestInitSetsTheRunsRlimits (S6): init itself sets RLIMIT_CORE to 0 and RLIMIT_FSIZE to the
+// run's bound, soft and hard, before the agent starts — whatever it inherited (here a raised
+// soft core limit and no file size limit, as from an operator's shell) — so no core file
+// carries a run's memory to disk and one file stays bounded while the disk poll catches up.
+// The agent cannot raise its soft core limit back (the hard one is 0). The same limits seen through real bwrap: pkg/sandbox/bwrap
+// TestRunNoCoreDumps and TestDiskLimitKill.
+func TestInitSetsTheRunsRlimits(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name string
-		join func(t *testing.T) (*os.File, string) // the file init joins; its path when a plain file
-	}{
-		{"joined", func(t *testing.T) (*os.File, string) {
-			p := filepath.Join(t.TempDir(), "tasks")
-			f, err := os.Create(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f, p
-		}},
-		{"refused", func(t *testing.T) (*os.File, string) {
-			f, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f, ""
-		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			marker := filepath.Join(t.TempDir(), "ran")
-			pair, err := socketPair()
-			if err != nil {
-				t.Fatal(err)
-			}
-			launcher, initEnd := pair[0], pair[1]
-			defer launcher.Close()
-			jf, jp := c.join(t)
-			cmd := exec.Command(self, "/bin/sh", "-c", "echo ran >"+marker)
-			cmd.Env = []string{holdEnv + "=1", joinEnv + "=1", "PATH=/usr/bin:/bin"}
-			cmd.ExtraFiles = []*os.File{initEnd, jf}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			initEnd.Close()
-			jf.Close()
-			var said [1]byte
-			_, readErr := io.ReadFull(launcher, said[:])
-			_, _ = launcher.Write([]byte{Release}) // released either way: a refused join must not need the launcher to notice
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				cmd.Process.Kill()
-				t.Fatal("init did not exit within a minute")
-			}
-			_, statErr := os.Stat(marker)
-			code := cmd.ProcessState.ExitCode()
-			if c.name == "joined" {
-				wrote, err := os.ReadFile(jp)
-				if readErr != nil || said[0] != Joined || err != nil || string(wrote) != "0" || code != 0 || statErr != nil {
-					t.Fatalf("joined: said %d (%v), wrote %q (%v), init exit %d, agent's file %v; want Joined, \"0\", 0 and the file",
-						said[0], readErr, wrote, err, code, statErr)
-				}
-				return
-			}
-			if readErr == nil || code != ExitJoin || !errors.Is(statErr, os.ErrNotExist) {
-				t.Fatalf("refused: said %d (read err %v), init exit %d, agent's file %v; want nothing said, %d and no file",
-					said[0], readErr, code, statErr, ExitJoin)
-			}
-		})
-	}
-}
-
-// socketPair is a connected pair like the launcher's hold (both ends blocking here).
-func socketPair() ([2]*os.File, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	const fsize = 3 << 20 // bytes; /proc shows them, ulimit -f counts 1024-byte blocks
+	script := `ulimit -S -c unlimited 2>/dev/null && echo raised-core; cat /proc/self/limits`
+	cmd := exec.Command("/bin/sh", "-c", `ulimit -S -c unlimited; exec "$@"`, "sh", self, "/bin/sh", "-c", script)
+	cmd.Env = []string{fsizeEnv + "=" + strconv.Itoa(fsize), "PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
 	if err != nil {
-		return [2]*os.File{}, err
+		t.Fatalf("init: %v, stdout %q", err, out)
 	}
-	return [2]*os.File{os.NewFile(uintptr(fds[0]), "launcher"), os.NewFile(uintptr(fds[1]), "init")}, nil
+	got := map[string][]string{}
+	for _, l := range strings.Split(string(out), "\n") {
+		for _, name := range []string{"Max core file size", "Max file size"} {
+			if f, ok := strings.CutPrefix(l, name); ok {
+				got[name] = strings.Fields(f)
+			}
+		}
+	}
+	if strings.Contains(string(out), "raised-") {
+		t.Errorf("the agent raised a limit init set: %q", out)
+	}
+	if c := got["Max core file size"]; len(c) < 2 || c[0] != "0" || c[1] != "0" {
+		t.Errorf("core limit in the agent = %q, want soft 0 and hard 0; stdout %q", c, out)
+	}
+	want := strconv.Itoa(fsize)
+	if f := got["Max file size"]; len(f) < 2 || f[0] != want || f[1] != want {
+		t.Errorf("file size limit in the agent = %q, want soft and hard %s; stdout %q", f, want, out)
+	}
 }
