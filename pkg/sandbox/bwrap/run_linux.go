@@ -336,6 +336,8 @@ func startBorn(cmd *exec.Cmd, join, back []string) (end func(), err error) {
 		}
 		if berr := joinThread(back); berr != nil {
 			if err == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
 				err = fmt.Errorf("%w (the run was started and has been killed)", berr)
 			}
 			started <- err
