@@ -156,6 +156,7 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
 		return exitSetup
 	}
+	defer l.Settle() // the run's dirs and cgroups go before exec exits (S3)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
 	// Whether limits hold here, known without a sandbox of its own: with no probe kept, the

@@ -43,10 +43,17 @@ func launchOptions(c *cli.Context, log *slog.Logger) launch.Options {
 	return o
 }
 
+// launcher is what the subcommands use: the seam, and Settle, which a subcommand calls
+// before it exits, since a run's outcome comes before the removal of its dirs and cgroups.
+type launcher interface {
+	sandbox.Launcher
+	Settle()
+}
+
 // newLauncher is the Launcher every subcommand uses: direct runs and the backend the flags
 // name (backends_<os>.go links them). One that cannot be set up starts nothing (P2) and says
 // why.
-func newLauncher(c *cli.Context, log *slog.Logger) (sandbox.Launcher, string, error) {
+func newLauncher(c *cli.Context, log *slog.Logger) (launcher, string, error) {
 	l, err := launch.New(launchOptions(c, log))
 	if err != nil {
 		return launch.Unavailable{Err: err}, "", err

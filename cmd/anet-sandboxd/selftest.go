@@ -23,6 +23,7 @@ func selfTestCommand() *cli.Command {
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("anet-sandboxd self-test: %v", err), check.ExitCannotRun)
 			}
+			defer l.Settle()
 			res, err := launch.SelfTest(c.Context, l, launch.SelfTestOptions{})
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("anet-sandboxd self-test: %v", err), check.ExitCannotRun)

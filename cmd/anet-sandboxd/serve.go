@@ -33,7 +33,8 @@ func serveCommand() *cli.Command {
 				return privsep.Reply{Body: map[string]any{"pid": os.Getpid()}}, nil
 			}
 			err := privsep.ServeHelper(c.Context, "sandboxd", handlers, info, log)
-			// EOF of fd 3, SIGTERM or SIGINT: every run ends with the helper.
+			// EOF of fd 3, SIGTERM or SIGINT: every run ends with the helper, and its dirs
+			// and cgroups are removed before the helper exits.
 			l.StopAll()
 			return err
 		},

@@ -58,15 +58,18 @@ type Launcher interface {
 	// reason code (*reasons.Error) when the sandbox is unavailable or failed. A sandboxed
 	// run never starts without a passing probe. Ending ctx stops the run as Run.Stop does.
 	Start(ctx context.Context, spec Spec, stdio Stdio) (Run, error)
-	// StopAll ends every run started through this launcher and returns when they are gone
-	// (anet-sandboxd on SIGTERM or EOF of its socket: every run ends with it).
+	// StopAll ends every run started through this launcher and returns when they are gone,
+	// their dirs and cgroups removed (anet-sandboxd on SIGTERM or EOF of its socket: every
+	// run ends with it).
 	StopAll()
 }
 
 // Run is a started run.
 type Run interface {
-	// Wait blocks until every process of the run is gone and its per-run dirs are deleted.
-	// It may be called more than once.
+	// Wait blocks until every process of the run is gone, and returns how it ended. The
+	// run's dirs and cgroups are removed right after, not before: nothing of the run can act
+	// on them any more, and the launcher that started it removes them before it exits
+	// (pkg/sandbox/launch: Settler, Launcher.Settle). It may be called more than once.
 	Wait() Outcome
 	// Stop ends the run now (TERM, grace, KILL); Wait reports it.
 	Stop()

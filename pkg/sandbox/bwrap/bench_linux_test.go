@@ -88,6 +88,7 @@ func launchOne(b *testing.B, l *launch.Launcher, root string) time.Duration {
 	if o := r.Wait(); o.ExitCode != 0 || o.Err != nil {
 		b.Fatalf("launch outcome %+v", o)
 	}
+	launch.WaitSettled(r) // the removal follows the outcome; it must not overlap the next variant
 	return fb.at.Sub(t0)
 }
 

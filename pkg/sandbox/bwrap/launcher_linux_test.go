@@ -39,6 +39,7 @@ func newLauncher(t *testing.T) *launch.Launcher {
 	if l.BackendName() != bwrap.Name {
 		t.Fatalf("launcher backend = %q, want %s", l.BackendName(), bwrap.Name)
 	}
+	t.Cleanup(l.Settle) // no run's dirs or cgroups outlive its test
 	return l
 }
 

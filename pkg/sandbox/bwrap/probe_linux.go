@@ -67,10 +67,16 @@ func (l *Backend) StartProbed(ctx context.Context, spec sandbox.Spec, stdio sand
 	if err != nil {
 		return failed(sandbox.CodeOf(err), err.Error())
 	}
+	// A run not returned is settled before StartProbed returns: no caller can wait for it,
+	// and the probe's caller removes the run root next.
+	end := func() sandbox.Outcome {
+		launch.WaitSettled(r)
+		return r.Wait()
+	}
 	checks, err := g.Await(ctx, r.w.Done())
 	if err != nil {
 		r.Kill()
-		out := r.Wait()
+		out := end()
 		if out.Err != nil {
 			return failed(sandbox.CodeOf(out.Err), out.Err.Error())
 		}
@@ -84,7 +90,7 @@ func (l *Backend) StartProbed(ctx context.Context, spec sandbox.Spec, stdio sand
 	if res.OK && release {
 		if err := g.Release(); err != nil {
 			r.Kill()
-			r.Wait()
+			end()
 			return failed(reasons.SandboxStartFailed, err.Error())
 		}
 		return r, res
@@ -93,7 +99,7 @@ func (l *Backend) StartProbed(ctx context.Context, spec sandbox.Spec, stdio sand
 	if !res.OK {
 		r.Kill()
 	}
-	r.Wait()
+	end()
 	return nil, res
 }
 

@@ -477,6 +477,15 @@ func (r *run) finish(waitErr error) {
 		r.pidfd = -1
 	}
 	r.mu.Unlock()
+	if o.Limit != "" {
+		o.Detail = reasons.Text(o.Limit)
+	}
+	r.outcome = o
+	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
+	// Every process of the run is gone and its limits are read: nothing of it can act any
+	// more, so the outcome does not wait for the removal (rmdir on the host's file system
+	// and in cgroupfs), which follows at once and ends in settled.
+	r.w.Finish()
 	// Like their making, the cgroups' and the dirs' removal do not wait on each other.
 	removed := make(chan struct{})
 	go func() {
@@ -485,19 +494,18 @@ func (r *run) finish(waitErr error) {
 	}()
 	r.cleanupDirs()
 	<-removed
-	if o.Limit != "" {
-		o.Detail = reasons.Text(o.Limit)
-	}
-	r.outcome = o
-	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
-	r.w.Finish()
+	r.w.Settle()
 }
 
-// Wait implements sandbox.Run.
+// Wait implements sandbox.Run: the outcome, once every process of the run is gone.
 func (r *run) Wait() sandbox.Outcome {
 	<-r.w.Done()
 	return r.outcome
 }
+
+// Settled implements launch.Settler: closed once the run's dirs and cgroups are removed,
+// right after Wait has the outcome.
+func (r *run) Settled() <-chan struct{} { return r.w.Settled() }
 
 // Stop implements sandbox.Run.
 func (r *run) Stop() { r.w.Stop() }

@@ -65,6 +65,23 @@ type Run interface {
 	Kill()
 }
 
+// Settler is a run that removes what it made on the host (its dirs, its cgroups) after Wait
+// has returned the outcome: once every process of the run is gone nothing of it can act, so
+// the answer need not wait on the file system. Settled is closed when all of it is removed.
+// A run that is not a Settler is settled when Wait returns.
+type Settler interface {
+	Settled() <-chan struct{}
+}
+
+// WaitSettled returns once r has ended (Wait) and is settled (Settler): what a caller waits
+// for before it removes the run root, or exits (S3: no run dir outlives its launcher).
+func WaitSettled(r sandbox.Run) {
+	r.Wait()
+	if s, ok := r.(Settler); ok {
+		<-s.Settled()
+	}
+}
+
 // Options are what every backend is built with.
 type Options struct {
 	// Backend names the backend; "" is the first one registered for this platform.

@@ -22,8 +22,8 @@ type Launcher struct {
 	log     *slog.Logger
 	cache   sandbox.ProbeCache
 
-	mu   sync.Mutex // guards runs
-	runs map[Run]bool
+	mu   sync.Mutex            // guards runs
+	runs map[Run]chan struct{} // every run until it is settled; its channel is closed then
 }
 
 var _ sandbox.Launcher = (*Launcher)(nil)
@@ -47,7 +47,7 @@ func New(o Options) (*Launcher, error) {
 		return nil, fmt.Errorf("new launcher: resolve %s: %w", o.Self, err)
 	}
 	o.Self = real
-	l := &Launcher{log: o.Log, runs: map[Run]bool{}}
+	l := &Launcher{log: o.Log, runs: map[Run]chan struct{}{}}
 	name, f, err := factory(o.Backend)
 	if err != nil {
 		return nil, fmt.Errorf("new launcher: %w", err)
@@ -219,25 +219,28 @@ func (l *Launcher) startBackend(ctx context.Context, spec sandbox.Spec, stdio sa
 	return l.track(r, err)
 }
 
-// track remembers r until it has ended, for StopAll.
+// track remembers r until it has ended and is settled, for StopAll and Settle.
 func (l *Launcher) track(r Run, err error) (sandbox.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	gone := make(chan struct{})
 	l.mu.Lock()
-	l.runs[r] = true
+	l.runs[r] = gone
 	l.mu.Unlock()
 	go func() {
-		r.Wait()
+		WaitSettled(r)
 		l.mu.Lock()
 		delete(l.runs, r)
 		l.mu.Unlock()
+		close(gone)
 	}()
 	return r, nil
 }
 
 // StopAll implements sandbox.Launcher: every run is killed at once (serve on SIGTERM or EOF
-// of fd 3: anetd is gone, so nobody waits for an answer) and StopAll returns when all are gone.
+// of fd 3: anetd is gone, so nobody waits for an answer) and StopAll returns when all are gone
+// and settled (Settle).
 func (l *Launcher) StopAll() {
 	l.mu.Lock()
 	runs := make([]Run, 0, len(l.runs))
@@ -248,8 +251,26 @@ func (l *Launcher) StopAll() {
 	for _, r := range runs {
 		r.Kill()
 	}
-	for _, r := range runs {
-		r.Wait()
+	l.Settle()
+}
+
+// Settle returns once every run started through l has ended and is settled (Settler), runs
+// started meanwhile included. A process calls it before it exits: a run's answer does not
+// wait for the removal of its dirs and cgroups, but none of them may outlive the process (S3).
+func (l *Launcher) Settle() {
+	for {
+		l.mu.Lock()
+		gone := make([]chan struct{}, 0, len(l.runs))
+		for _, c := range l.runs {
+			gone = append(gone, c)
+		}
+		l.mu.Unlock()
+		if len(gone) == 0 {
+			return
+		}
+		for _, c := range gone {
+			<-c
+		}
 	}
 }
 
@@ -271,3 +292,6 @@ func (u Unavailable) Start(context.Context, sandbox.Spec, sandbox.Stdio) (sandbo
 
 // StopAll implements sandbox.Launcher: there is nothing to stop.
 func (Unavailable) StopAll() {}
+
+// Settle is Launcher.Settle: nothing started, nothing to settle.
+func (Unavailable) Settle() {}

@@ -62,6 +62,7 @@ func RunProbe(ctx context.Context, start StartFunc, targets attack.ProbeTargets,
 	if err != nil {
 		return fail(sandbox.CodeOf(err), err.Error())
 	}
+	defer WaitSettled(run) // before the canaries' close removes the run root
 	out := run.Wait()
 	res.Limits = out.Cgroup
 	if out.Err != nil {

@@ -95,6 +95,7 @@ func SelfTest(ctx context.Context, l *Launcher, o SelfTestOptions) (SelfTestRepo
 		res.Add(check.Fail("attack.battery", "S8", sandbox.CodeOf(err), "the battery did not start: "+err.Error()))
 		return res, nil
 	}
+	defer WaitSettled(run) // before the run root is removed
 	out := run.Wait()
 	var battery check.Report
 	if out.Err == nil {

@@ -18,6 +18,7 @@ type Watch struct {
 	poll      func() reasons.Code
 	lim       sandbox.Limits
 	done      chan struct{}
+	settled   chan struct{}
 
 	mu     sync.Mutex // guards the fields below
 	limit  reasons.Code
@@ -28,7 +29,7 @@ type Watch struct {
 // process group); kill ends every process of it now; poll, if not nil, runs once a second and
 // returns the limit the run has broken, if any (the disk limit), which kills the run.
 func NewWatch(lim sandbox.Limits, terminate, kill func(), poll func() reasons.Code) *Watch {
-	return &Watch{terminate: terminate, kill: kill, poll: poll, lim: lim.WithDefaults(), done: make(chan struct{})}
+	return &Watch{terminate: terminate, kill: kill, poll: poll, lim: lim.WithDefaults(), done: make(chan struct{}), settled: make(chan struct{})}
 }
 
 // Run returns wait's result. Until then it stops the run (terminate, grace, kill) when the
@@ -108,9 +109,16 @@ func (w *Watch) Killed() bool {
 	return w.killed
 }
 
-// Finish marks the run over, its outcome known and its dirs removed: Wait returns, and a
-// Stop in progress stops waiting for the grace period.
+// Finish marks the run over, every process of it gone and its outcome known: Wait returns,
+// and a Stop in progress stops waiting for the grace period.
 func (w *Watch) Finish() { close(w.done) }
 
 // Done is closed by Finish.
 func (w *Watch) Done() <-chan struct{} { return w.done }
+
+// Settle marks what the run made on the host (its dirs, its cgroups) removed, after Finish:
+// the run is settled (Settler).
+func (w *Watch) Settle() { close(w.settled) }
+
+// Settled is closed by Settle.
+func (w *Watch) Settled() <-chan struct{} { return w.settled }

@@ -3,6 +3,7 @@ package vm_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -128,7 +129,19 @@ func (h *vmHost) run(t *testing.T, spec sandbox.Spec) runResult {
 		t.Fatalf("Start: %v", err)
 	}
 	o := r.Wait()
-	return runResult{out: o, stdout: so.String(), stderr: se.String(), elapsed: time.Since(start)}
+	elapsed := time.Since(start)
+	// S3: once settled, neither the vm dir nor the dirs of QEMU's wall are left.
+	select {
+	case <-r.(launch.Settler).Settled():
+	case <-time.After(time.Minute):
+		t.Fatalf("the vm run was not settled within a minute of its outcome")
+	}
+	for _, name := range []string{spec.ID, spec.ID + ".vm"} {
+		if _, err := os.Lstat(filepath.Join(spec.RunRoot, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("run dir %s of a settled vm run: %v, want it gone", name, err)
+		}
+	}
+	return runResult{out: o, stdout: so.String(), stderr: se.String(), elapsed: elapsed}
 }
 
 // TestVMRunsAgentBehindItsWall: stdout, stderr and the exit status cross the link, and the

@@ -368,6 +368,10 @@ func (r *run) finish(inner sandbox.Outcome) {
 	r.outcome = o
 	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "isolation", "vm", "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
 	r.w.Finish()
+	// The vm dir is removed above, before the outcome (one dir beside a boot of seconds);
+	// QEMU's wall removes its own dirs and cgroups after its outcome.
+	launch.WaitSettled(r.inner)
+	r.w.Settle()
 }
 
 func (r *run) closeLink() {
@@ -392,7 +396,7 @@ func (r *run) cleanup() {
 func (r *run) abort() {
 	r.kill()
 	if r.inner != nil {
-		r.inner.Wait()
+		launch.WaitSettled(r.inner)
 	}
 	r.closeLink()
 	r.cleanup()
@@ -419,6 +423,10 @@ func (r *run) Wait() sandbox.Outcome {
 	<-r.w.Done()
 	return r.outcome
 }
+
+// Settled implements launch.Settler: closed once the vm dir is removed and QEMU's wall (a
+// bwrap run) is settled.
+func (r *run) Settled() <-chan struct{} { return r.w.Settled() }
 
 // Stop implements sandbox.Run: TERM to the agent through the guest, QEMU killed after the
 // grace period.
