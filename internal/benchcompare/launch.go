@@ -137,7 +137,11 @@ func timeLaunch(l *launch.Launcher, root string, i int) (float64, error) {
 	if o := r.Wait(); o.ExitCode != 0 || o.Err != nil {
 		return 0, fmt.Errorf("outcome %+v", o)
 	}
-	return float64(time.Since(t0).Nanoseconds()) / 1e6, nil
+	d := float64(time.Since(t0).Nanoseconds()) / 1e6
+	// The peer's answer has its outcome now; the removal of the run's dirs and cgroups that
+	// follows must not overlap the anchors' measurements.
+	launch.WaitSettled(r)
+	return d, nil
 }
 
 // hardenedBwrap returns a timer of bwrap with the run's hardening and filters but no node code.
