@@ -43,9 +43,12 @@ type run struct {
 	// endBorn ends the thread that started a run born in its cgroups (startBorn), once the
 	// run is over; nil otherwise.
 	endBorn func()
-	dirs    *launch.RunDirs // home, tmp, work; nil until made
-	stderr  *launch.Tail
-	w       *launch.Watch
+	// mntNS holds the run's mount namespace from confine until its outcome is out (finish);
+	// nil when it could not be opened.
+	mntNS  *os.File
+	dirs   *launch.RunDirs // home, tmp, work; nil until made
+	stderr *launch.Tail
+	w      *launch.Watch
 
 	cgroup     sandbox.CgroupLimits // whether the cgroup limits are in force; set by start
 	childPid   chan int             // init's host pid, from --json-status-fd
@@ -303,6 +306,13 @@ func (r *run) confine() error {
 	r.mu.Lock()
 	r.pidfd = pidfd
 	r.mu.Unlock()
+	// Held until the outcome is out (finish): the run's pid 1 is the last member of its mount
+	// namespace, and tearing that down (every mount of the run, then an expedited RCU grace
+	// period) would otherwise sit between the agent's end and bwrap's. Nothing runs in it by
+	// then. Without it (refused, gone) the teardown just stays where it was.
+	if f, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil {
+		r.mntNS = f
+	}
 	if r.leaf == nil || len(r.leaf.tasks) > 0 {
 		return nil
 	}
@@ -486,6 +496,9 @@ func (r *run) finish(waitErr error) {
 	// more, so the outcome does not wait for the removal (rmdir on the host's file system
 	// and in cgroupfs), which follows at once and ends in settled.
 	r.w.Finish()
+	if r.mntNS != nil {
+		r.mntNS.Close() // the mount namespace is torn down now, off the answer's path
+	}
 	// Like their making, the cgroups' and the dirs' removal do not wait on each other.
 	removed := make(chan struct{})
 	go func() {

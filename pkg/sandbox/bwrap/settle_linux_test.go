@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +183,47 @@ func TestExecLeavesNothing(t *testing.T) {
 			t.Fatalf("cgroup leaf %s left after exec, want none", l)
 		}
 	}
+}
+
+// TestMountNamespaceHeldUntilTheOutcome (S3): the launcher holds a live run's mount namespace
+// (so tearing it down — every mount of the run — waits until the outcome is out, not the
+// outcome for it), and lets go of it by the time the run is settled: no descriptor of a run's
+// namespace outlives the run in the launcher.
+func TestMountNamespaceHeldUntilTheOutcome(t *testing.T) {
+	l := newLauncher(t)
+	n := uniqueSleep()
+	spec := sandbox.Spec{ID: "mntns-" + n, Mode: sandbox.ModeSandbox, RunRoot: t.TempDir(),
+		Argv: []string{"/bin/sh", "-c", "sleep $((" + n + "))"}}
+	before := nsFDs(t)
+	r, err := l.Start(context.Background(), spec, sandbox.Stdio{})
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	testkit.WaitWithin(t, "the run's sleep", 30*time.Second, func() bool { return markerAlive("sleep " + n) })
+	if held := nsFDs(t) - before; held != 1 {
+		r.Stop()
+		launch.WaitSettled(r)
+		t.Fatalf("the launcher holds %d more mount namespace descriptors while the run lives, want 1", held)
+	}
+	r.Stop()
+	launch.WaitSettled(r)
+	if left := nsFDs(t) - before; left != 0 {
+		t.Fatalf("the launcher still holds %d mount namespace descriptors once the run is settled, want 0", left)
+	}
+}
+
+// nsFDs counts this process's descriptors of mount namespaces.
+func nsFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.HasPrefix(l, "mnt:[") {
+			n++
+		}
+	}
+	return n
 }
