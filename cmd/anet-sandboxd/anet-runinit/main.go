@@ -2,8 +2,8 @@
 
 // Command anet-runinit is pid 1 of every bwrap run (pkg/sandbox/runinit): it relays the run's
 // loopback port to its endpoint, runs the probe's checks first when the launcher gates the run
-// (pkg/sandbox/gate), starts the agent and reaps. anet-sandboxd binds it into each run and
-// starts it there; people do not. It is its own small static program, installed beside
+// (pkg/sandbox/gate/inside), starts the agent and reaps. anet-sandboxd binds it into each run
+// and starts it there; people do not. It is its own small static program, installed beside
 // anet-sandboxd, because every launch waits for it to start: it links only what runs inside
 // the sandbox, so its start costs little more than an empty Go program's.
 package main
@@ -15,7 +15,7 @@ import (
 	"os"
 
 	"anet.dev/anet/pkg/sandbox/attack"
-	"anet.dev/anet/pkg/sandbox/gate"
+	"anet.dev/anet/pkg/sandbox/gate/inside"
 	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
@@ -34,8 +34,8 @@ func run(args []string, stderr io.Writer) int {
 	envFile := fs.String("env-file", "", "`FILE` of NUL-separated variables for the agent")
 	hold := fs.Int("hold", -1, "descriptor `FD` to read the launcher's release from before the agent starts")
 	fsize := fs.Int64("fsize", 0, "the run's RLIMIT_FSIZE in `BYTES` (RLIMIT_CORE is always set to 0)")
-	gateFDs := fs.String(gate.FlagFDs, "", "`CTL,ECHO` descriptors: run the probe's checks before the agent")
-	gateTargets := fs.String(gate.FlagTargets, "", "what the probe's checks aim at (`JSON`)")
+	gateFDs := fs.String(inside.FlagFDs, "", "`CTL,ECHO` descriptors: run the probe's checks before the agent")
+	gateTargets := fs.String(inside.FlagTargets, "", "what the probe's checks aim at (`JSON`)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -48,7 +48,7 @@ func run(args []string, stderr io.Writer) int {
 		o.Upstream = runinit.UnixSocket(*endpoint)
 	}
 	if *gateFDs != "" {
-		g, err := gate.NewInside(*gateFDs, *gateTargets, logf)
+		g, err := inside.New(*gateFDs, *gateTargets, logf)
 		if err != nil {
 			logf("%v", err)
 			return runinit.ExitGated

@@ -16,6 +16,7 @@ import (
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox/attack"
+	"anet.dev/anet/pkg/sandbox/gate/inside"
 	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
@@ -30,7 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	if fds := os.Getenv(initEnv); fds != "" {
 		logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-		g, err := NewInside(fds, os.Getenv(initEnv+"_TARGETS"), logf)
+		g, err := inside.New(fds, os.Getenv(initEnv+"_TARGETS"), logf)
 		if err != nil {
 			logf("%v", err)
 			os.Exit(runinit.ExitGated)

@@ -18,6 +18,7 @@ import (
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/attack"
+	"anet.dev/anet/pkg/sandbox/gate/inside"
 )
 
 // Host is the launcher's side of one gated run. Open it before the run starts, pass Files to
@@ -69,7 +70,7 @@ func (h *Host) Files() []*os.File { return h.child }
 // init.
 func (h *Host) Args(ctlFD, echoFD int) []string {
 	t, _ := json.Marshal(h.targets)
-	return []string{"--" + FlagFDs, strconv.Itoa(ctlFD) + "," + strconv.Itoa(echoFD), "--" + FlagTargets, string(t)}
+	return []string{"--" + inside.FlagFDs, strconv.Itoa(ctlFD) + "," + strconv.Itoa(echoFD), "--" + inside.FlagTargets, string(t)}
 }
 
 // ErrNoReport is Await's error when the run ended, or Timeout passed, before init reported.
@@ -123,14 +124,14 @@ func (h *Host) Judge(checks []check.Check) sandbox.ProbeResult {
 
 // Release tells init to start the agent.
 func (h *Host) Release() error {
-	if _, err := h.ctl.Write([]byte{release}); err != nil {
+	if _, err := h.ctl.Write([]byte{inside.Release}); err != nil {
 		return fmt.Errorf("gate: release the agent: %w", err)
 	}
 	return nil
 }
 
 // Refuse tells init not to start the agent (a failed check, or a probe on its own).
-func (h *Host) Refuse() { _, _ = h.ctl.Write([]byte{refuse}) }
+func (h *Host) Refuse() { _, _ = h.ctl.Write([]byte{inside.Refuse}) }
 
 // Close closes the canaries and both streams: an init still waiting for a verdict then
 // starts no agent.

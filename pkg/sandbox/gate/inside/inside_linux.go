@@ -1,4 +1,4 @@
-package gate
+package inside
 
 import (
 	"context"
@@ -15,17 +15,17 @@ import (
 	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
-// Inside is the gate in the run's init: Run is its runinit.InitOptions.Gate.
-type Inside struct {
+// Gate is the gate in the run's init: Run is its runinit.InitOptions.Gate.
+type Gate struct {
 	ctl, echo net.Conn
 	targets   attack.ProbeTargets
 	logf      func(string, ...any)
 }
 
-// NewInside takes the values of init's FlagFDs and FlagTargets. The descriptors become the
-// gate's; Run closes them, so none reaches the agent.
-func NewInside(fds, targets string, logf func(string, ...any)) (*Inside, error) {
-	g := &Inside{logf: logf}
+// New takes the values of init's FlagFDs and FlagTargets. The descriptors become the gate's;
+// Run closes them, so none reaches the agent.
+func New(fds, targets string, logf func(string, ...any)) (*Gate, error) {
+	g := &Gate{logf: logf}
 	if err := json.Unmarshal([]byte(targets), &g.targets); err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagTargets, err)
 	}
@@ -55,7 +55,7 @@ func NewInside(fds, targets string, logf func(string, ...any)) (*Inside, error) 
 // Run runs the probe's checks here, in the run's sandbox with the run's powers, reports them
 // on the control stream and waits for the launcher's verdict: nil means start the agent. The
 // loopback check goes through a relay of init's own, on the targets' port, to the echo stream.
-func (g *Inside) Run() error {
+func (g *Gate) Run() error {
 	defer g.ctl.Close()
 	defer g.echo.Close()
 	// A failure to listen is not fatal here: the loopback check then fails and says why.
@@ -75,7 +75,7 @@ func (g *Inside) Run() error {
 	if _, err := g.ctl.Read(verdict); err != nil {
 		return fmt.Errorf("gate: no verdict from the launcher: %w", err)
 	}
-	if verdict[0] != release {
+	if verdict[0] != Release {
 		return errors.New("gate: the launcher did not release the agent")
 	}
 	return nil
