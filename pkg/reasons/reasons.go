@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -93,68 +94,85 @@ const (
 	UnknownPeer        Code = "unknown_peer"
 )
 
-var catalog = map[Code]Entry{}
+// core is this file's codes. Each file's codes are a static table, and the catalog is built
+// from them on its first use, not at start: every program of the node links this package, and
+// some (anet-runinit, the first program of every run, above all) never look a code up.
+var core = []Entry{
+	{SandboxUnavailable, KindRefusal, "the provider's sandbox cannot run this task now; send it again later", "F1"},
+	{Budget, KindRefusal, "the provider has used up today's runs or spending for untrusted peers; send it again after the day ends", "B4"},
 
-func add(e Entry) {
-	if _, dup := catalog[e.Code]; dup {
-		panic("reasons: duplicate code " + string(e.Code))
-	}
-	catalog[e.Code] = e
+	{NoBwrap, KindSandbox, "anet-sandboxd finds no bwrap on its PATH (/usr/local/bin:/usr/bin:/bin): install the bubblewrap package", "L1"},
+	{NoRunInit, KindSandbox, "anet-runinit, the first program of every run, is missing beside anet-sandboxd: reinstall the anet package", "C4"},
+	{UsernsBlocked, KindSandbox, "the AppArmor policy blocks user namespaces for bwrap; install the narrow profile: anet doctor --apparmor-profile | sudo tee /etc/apparmor.d/anet-bwrap >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/anet-bwrap", "L2"},
+	{UsernsUnavailable, KindSandbox, "the kernel or container does not allow user namespaces", "F2"},
+	{SandboxStartFailed, KindSandbox, "bubblewrap could not set up the sandbox; run `anet doctor --json` and report the result, or set auto_reply.untrusted to off", "F2"},
+	{NetnsFailed, KindSandbox, "the network isolation check failed", "S7"},
+	{SeccompFailed, KindSandbox, "the system call filter check failed", "S7"},
+	{AgentUnsupported, KindSandbox, "this agent cannot run in the sandbox (it cannot send its model requests through the node)", "E10"},
+	{PlatformUnsupport, KindSandbox, "this platform has no sandbox; on Windows run the node in WSL2", "O1"},
+
+	{NoAPIKey, KindConfig, "no key for the model service is in the keys file", "F2"},
+	{NoAPIBase, KindConfig, "auto_reply.api_base must be set for this agent", "E10"},
+	{NoModel, KindConfig, "no model is configured and the upstream has no known cheapest model", "E2"},
+	{AgentMissing, KindConfig, "the configured agent (auto_reply.agent) is not installed on anetd's PATH", "F2"},
+
+	{NoCgroupLimits, KindWarning, "memory and task limits are not available (no user systemd and no delegated cgroup); the other limits still apply", "S6"},
+	{DiskLow, KindWarning, "free disk space is below intake.disk_free_min: tasks from peers the node does not know are refused (known peers below half of it, trusted peers below a quarter); free space or lower the floor", "N1"},
+	{HelperUnresponsive, KindWarning, "a helper process is running but does not answer; its capability is unavailable, and it is killed and restarted if it stays silent", "N2"},
+
+	{HelperDown, KindNode, "a helper process is not running; its capability is unavailable until it restarts", "C3"},
+	{Unauthorized, KindNode, "missing or wrong control token", ""},
+	{BadRequest, KindNode, "the request is malformed", ""},
+	{MessageTooLarge, KindNode, "the message is larger than the protocol allows", ""},
+	{Internal, KindNode, "internal error; see the daemon log", ""},
+	{UnknownInteraction, KindNode, "no interaction with that id on this node; `anet inbox` lists tasks received", ""},
+	{UnknownPeer, KindNode, "no peer with that aid; `anet peer list` lists them, `anet peer add AID HOST:PORT` adds one", ""},
 }
 
-func init() {
-	for _, e := range []Entry{
-		{SandboxUnavailable, KindRefusal, "the provider's sandbox cannot run this task now; send it again later", "F1"},
-		{Budget, KindRefusal, "the provider has used up today's runs or spending for untrusted peers; send it again after the day ends", "B4"},
+var (
+	catalogOnce sync.Once
+	catalogMap  map[Code]Entry
+)
 
-		{NoBwrap, KindSandbox, "anet-sandboxd finds no bwrap on its PATH (/usr/local/bin:/usr/bin:/bin): install the bubblewrap package", "L1"},
-		{NoRunInit, KindSandbox, "anet-runinit, the first program of every run, is missing beside anet-sandboxd: reinstall the anet package", "C4"},
-		{UsernsBlocked, KindSandbox, "the AppArmor policy blocks user namespaces for bwrap; install the narrow profile: anet doctor --apparmor-profile | sudo tee /etc/apparmor.d/anet-bwrap >/dev/null && sudo apparmor_parser -r /etc/apparmor.d/anet-bwrap", "L2"},
-		{UsernsUnavailable, KindSandbox, "the kernel or container does not allow user namespaces", "F2"},
-		{SandboxStartFailed, KindSandbox, "bubblewrap could not set up the sandbox; run `anet doctor --json` and report the result, or set auto_reply.untrusted to off", "F2"},
-		{NetnsFailed, KindSandbox, "the network isolation check failed", "S7"},
-		{SeccompFailed, KindSandbox, "the system call filter check failed", "S7"},
-		{AgentUnsupported, KindSandbox, "this agent cannot run in the sandbox (it cannot send its model requests through the node)", "E10"},
-		{PlatformUnsupport, KindSandbox, "this platform has no sandbox; on Windows run the node in WSL2", "O1"},
+// catalog returns the one catalog, built on its first use. Register is one: it runs in init
+// functions, before anything else looks a code up.
+func catalog() map[Code]Entry {
+	catalogOnce.Do(func() {
+		catalogMap = map[Code]Entry{}
+		for _, group := range [][]Entry{core, seatbeltCodes, vmCodes, spendCodes} {
+			for _, e := range group {
+				add(catalogMap, e)
+			}
+		}
+	})
+	return catalogMap
+}
 
-		{NoAPIKey, KindConfig, "no key for the model service is in the keys file", "F2"},
-		{NoAPIBase, KindConfig, "auto_reply.api_base must be set for this agent", "E10"},
-		{NoModel, KindConfig, "no model is configured and the upstream has no known cheapest model", "E2"},
-		{AgentMissing, KindConfig, "the configured agent (auto_reply.agent) is not installed on anetd's PATH", "F2"},
-
-		{NoCgroupLimits, KindWarning, "memory and task limits are not available (no user systemd and no delegated cgroup); the other limits still apply", "S6"},
-		{DiskLow, KindWarning, "free disk space is below intake.disk_free_min: tasks from peers the node does not know are refused (known peers below half of it, trusted peers below a quarter); free space or lower the floor", "N1"},
-		{HelperUnresponsive, KindWarning, "a helper process is running but does not answer; its capability is unavailable, and it is killed and restarted if it stays silent", "N2"},
-
-		{HelperDown, KindNode, "a helper process is not running; its capability is unavailable until it restarts", "C3"},
-		{Unauthorized, KindNode, "missing or wrong control token", ""},
-		{BadRequest, KindNode, "the request is malformed", ""},
-		{MessageTooLarge, KindNode, "the message is larger than the protocol allows", ""},
-		{Internal, KindNode, "internal error; see the daemon log", ""},
-		{UnknownInteraction, KindNode, "no interaction with that id on this node; `anet inbox` lists tasks received", ""},
-		{UnknownPeer, KindNode, "no peer with that aid; `anet peer list` lists them, `anet peer add AID HOST:PORT` adds one", ""},
-	} {
-		add(e)
+func add(m map[Code]Entry, e Entry) {
+	if _, dup := m[e.Code]; dup {
+		panic("reasons: duplicate code " + string(e.Code))
 	}
+	m[e.Code] = e
 }
 
 // Register adds codes owned by another package (for example the endpoint's rule catalog).
 // It must be called from an init function; a duplicate code panics at start-up.
 func Register(entries ...Entry) {
+	m := catalog()
 	for _, e := range entries {
-		add(e)
+		add(m, e)
 	}
 }
 
 // Lookup returns the entry for c.
 func Lookup(c Code) (Entry, bool) {
-	e, ok := catalog[c]
+	e, ok := catalog()[c]
 	return e, ok
 }
 
 // Text returns the sentence for c, or the code itself when it is unknown.
 func Text(c Code) string {
-	if e, ok := catalog[c]; ok {
+	if e, ok := catalog()[c]; ok {
 		return e.Text
 	}
 	return string(c)
@@ -162,8 +180,9 @@ func Text(c Code) string {
 
 // All returns every entry sorted by code.
 func All() []Entry {
-	out := make([]Entry, 0, len(catalog))
-	for _, e := range catalog {
+	m := catalog()
+	out := make([]Entry, 0, len(m))
+	for _, e := range m {
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Code < out[j].Code })

@@ -1,10 +1,35 @@
 package reasons
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
 )
+
+// builtAtStart is whether the catalog existed before the tests ran: after this package's
+// initialisation, which every program of the node pays at start.
+var builtAtStart bool
+
+func TestMain(m *testing.M) {
+	builtAtStart = catalogMap != nil
+	os.Exit(m.Run())
+}
+
+// The catalog is built on its first use, not at start: a program that never looks a code up
+// (anet-runinit, which every launch waits for) does not pay for it. Its first use builds it
+// whole.
+func TestCatalogIsBuiltOnFirstUse(t *testing.T) {
+	if builtAtStart {
+		t.Fatal("the catalog was built while the package initialised; build it on first use (catalog)")
+	}
+	if e, ok := Lookup(NoBwrap); !ok || e.Requirement != "L1" {
+		t.Fatalf("Lookup(%s) = %+v, %v on first use; want its entry", NoBwrap, e, ok)
+	}
+	if n := len(All()); n < len(core)+len(seatbeltCodes)+len(vmCodes)+len(spendCodes) {
+		t.Fatalf("All() has %d entries, fewer than this package's tables", n)
+	}
+}
 
 func TestClipKeepsValidUTF8(t *testing.T) {
 	for _, tc := range []struct {

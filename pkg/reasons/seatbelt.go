@@ -10,9 +10,8 @@ const (
 	SelfCheckFailed Code = "selfcheck_failed"
 )
 
-func init() {
-	Register(
-		Entry{Code: NoSandboxExec, Kind: KindSandbox, Text: "/usr/bin/sandbox-exec (macOS Seatbelt) is missing or not executable: untrusted tasks cannot run on this Mac", Requirement: "M1"},
-		Entry{Code: SelfCheckFailed, Kind: KindSandbox, Text: "the sandbox self-check run before the turn found a protection not in force, so the turn did not run; see the failed item with anet doctor", Requirement: "M1"},
-	)
+// seatbeltCodes are the catalog's entries of the Seatbelt backend's codes.
+var seatbeltCodes = []Entry{
+	{Code: NoSandboxExec, Kind: KindSandbox, Text: "/usr/bin/sandbox-exec (macOS Seatbelt) is missing or not executable: untrusted tasks cannot run on this Mac", Requirement: "M1"},
+	{Code: SelfCheckFailed, Kind: KindSandbox, Text: "the sandbox self-check run before the turn found a protection not in force, so the turn did not run; see the failed item with anet doctor", Requirement: "M1"},
 }

@@ -11,9 +11,8 @@ const (
 	ModelUnpriced Code = "model_unpriced"
 )
 
-func init() {
-	Register(
-		Entry{Code: SpendLimit, Kind: KindRule, Text: "this request could cost more than is left of this run's spending allowance; answer with what you have, or send a shorter request with a lower output limit", Requirement: "K2"},
-		Entry{Code: ModelUnpriced, Kind: KindConfig, Text: "the pinned model has no prices in the models file, so an untrusted run's spend cannot be metered; add input_price and output_price for it in the models override file", Requirement: "K1"},
-	)
+// spendCodes are the catalog's entries of the spend codes.
+var spendCodes = []Entry{
+	{Code: SpendLimit, Kind: KindRule, Text: "this request could cost more than is left of this run's spending allowance; answer with what you have, or send a shorter request with a lower output limit", Requirement: "K2"},
+	{Code: ModelUnpriced, Kind: KindConfig, Text: "the pinned model has no prices in the models file, so an untrusted run's spend cannot be metered; add input_price and output_price for it in the models override file", Requirement: "K1"},
 }
