@@ -29,9 +29,13 @@ func (p UnixSocket) Open(ctx context.Context) (net.Conn, error) {
 	return d.DialContext(ctx, "unix", string(p))
 }
 
-// ListenLoopback listens on 127.0.0.1:port, the address agents are configured to reach.
+// ListenLoopback listens on 127.0.0.1:port, the address agents are configured to reach. The
+// listener is plain TCP: Go's default Multipath TCP listener adds nothing on a loopback and
+// costs every run's init two probe sockets before its agent starts.
 func ListenLoopback(port int) (net.Listener, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, fmt.Errorf("listen 127.0.0.1:%d: %w", port, err)
 	}
