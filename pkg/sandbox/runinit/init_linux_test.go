@@ -1,14 +1,18 @@
 package runinit
 
 import (
+	"bufio"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // holdEnv makes this test binary act as a run's init whose hold is fd 3: the hold is tested
@@ -18,6 +22,9 @@ const holdEnv = "ANET_RUNINIT_TEST_HOLD"
 // fsizeEnv makes this test binary act as a run's init with no hold and the RLIMIT_FSIZE it
 // names.
 const fsizeEnv = "ANET_RUNINIT_TEST_FSIZE"
+
+// plainEnv makes this test binary act as a run's init with no hold and no relay.
+const plainEnv = "ANET_RUNINIT_TEST_PLAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(holdEnv) != "" {
@@ -30,7 +37,87 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(Init(InitOptions{Argv: os.Args[1:], FileSize: n, Stderr: os.Stderr}))
 	}
+	if os.Getenv(plainEnv) != "" {
+		os.Exit(Init(InitOptions{Argv: os.Args[1:], Stderr: os.Stderr}))
+	}
 	os.Exit(m.Run())
+}
+
+// TestInitForwardsSignals (S6): each signal init forwards reaches the agent's process group:
+// the launcher's stop (TERM, at the wall clock) and the others. Init registers them all before
+// the agent starts, so one sent as soon as the agent runs is not lost.
+func TestInitForwardsSignals(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			name := strings.TrimPrefix(unix.SignalName(sig), "SIG")
+			agent := `trap 'echo got-` + name + `; exit 0' ` + name + `; echo ready $$; while :; do sleep 0.01; done`
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			cmd := exec.Command(self, "/bin/sh", "-c", agent)
+			cmd.Env = []string{plainEnv + "=1", "PATH=/usr/bin:/bin"}
+			cmd.Stdout = w
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			lines := make(chan string, 2)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(r)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			// A signal init does not forward ends init or is ignored; either way the agent
+			// runs on and says nothing more.
+			next := func(what string) string {
+				select {
+				case l, ok := <-lines:
+					if ok {
+						return l
+					}
+					t.Fatalf("the agent's output ended before its %s", what)
+				case <-time.After(time.Minute):
+					cmd.Process.Kill()
+					t.Fatalf("no %s from the agent within a minute", what)
+				}
+				return ""
+			}
+			ready := strings.Fields(next("ready line"))
+			if len(ready) != 2 || ready[0] != "ready" {
+				t.Fatalf("agent said %q, want ready and its pid", ready)
+			}
+			// Off a pid namespace the agent outlives an init that died: end its group.
+			if pid, err := strconv.Atoi(ready[1]); err == nil {
+				defer syscall.Kill(-pid, syscall.SIGKILL)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if l := next("trap line"); l != "got-"+name {
+				t.Fatalf("after %v to init the agent said %q, want got-%s", sig, l, name)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("init after the agent trapped %v: %v, want exit 0", sig, err)
+				}
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+				t.Fatal("init did not exit within a minute of its agent")
+			}
+		})
+	}
 }
 
 // TestHoldKeepsTheAgent (S6): init starts the agent only on the launcher's Release, which
