@@ -19,7 +19,10 @@ const fastDepth = 1000
 // ever agree with encoding/json, never accept what it refuses (a differential test holds it
 // to that).
 func fastDecode(body []byte) (object, bool) {
-	p := parser{b: body}
+	// The tree's strings are cut from one copy of the body: one allocation for them all, where
+	// a string each cost one per key, per value and per number (a real request has hundreds).
+	// The tree holds no byte of body itself, so the caller may reuse body.
+	p := parser{b: body, s: string(body)}
 	p.ws()
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
 		return nil, false
@@ -33,9 +36,34 @@ func fastDecode(body []byte) (object, bool) {
 }
 
 type parser struct {
-	b   []byte
+	b []byte
+	// s, when set, is b as a string: a string without escapes, and a number, is cut from it
+	// rather than copied out of b.
+	s   string
 	i   int
 	dup bool // some object had a key twice (the last is kept)
+}
+
+// answerNames are the names a JSON answer's top level and usage hold: fastUsage reads every
+// one of them (it skips the values it does not need, but not their names).
+var answerNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range append([]string{"id", "type", "role", "model", "content", "stop_reason", "stop_sequence",
+		"stop_details", "usage", "container", "context_management", "object", "created", "created_at", "status",
+		"output", "choices", "system_fingerprint", "service_tier", "error", "incomplete_details", "total_tokens",
+		"cache_creation", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", "server_tool_use",
+		"web_search_requests", "inference_geo"}, usageFields...) {
+		m[n] = n
+	}
+	return m
+}()
+
+// text is b[i:j] as a string.
+func (p *parser) text(i, j int) string {
+	if p.s != "" {
+		return p.s[i:j]
+	}
+	return string(p.b[i:j])
 }
 
 func (p *parser) ws() {
@@ -60,7 +88,8 @@ func (p *parser) value(depth int) (any, bool) {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		return p.str()
+		s, ok := p.str()
+		return s, ok
 	case c == 't':
 		return true, p.literal("true")
 	case c == 'f':
@@ -68,7 +97,8 @@ func (p *parser) value(depth int) (any, bool) {
 	case c == 'n':
 		return nil, p.literal("null")
 	case c == '-' || '0' <= c && c <= '9':
-		return p.number()
+		n, ok := p.number()
+		return n, ok
 	}
 	return nil, false
 }
@@ -157,11 +187,11 @@ func (p *parser) key() (string, bool) {
 		return "", false
 	}
 	p.i++
-	return k.(string), true
+	return k, true
 }
 
 // number reads -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? as a json.Number.
-func (p *parser) number() (any, bool) {
+func (p *parser) number() (json.Number, bool) {
 	start := p.i
 	if p.b[p.i] == '-' {
 		p.i++
@@ -176,12 +206,12 @@ func (p *parser) number() (any, bool) {
 	if p.i < len(p.b) && p.b[p.i] == '0' {
 		p.i++
 	} else if digits() == 0 {
-		return nil, false
+		return "", false
 	}
 	if p.i < len(p.b) && p.b[p.i] == '.' {
 		p.i++
 		if digits() == 0 {
-			return nil, false
+			return "", false
 		}
 	}
 	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
@@ -190,35 +220,50 @@ func (p *parser) number() (any, bool) {
 			p.i++
 		}
 		if digits() == 0 {
-			return nil, false
+			return "", false
 		}
 	}
-	return json.Number(p.b[start:p.i]), true
+	return json.Number(p.text(start, p.i)), true
 }
 
 // str reads a string from its opening quote, unescaped as encoding/json does.
-func (p *parser) str() (any, bool) {
+func (p *parser) str() (string, bool) {
 	start := p.i + 1
 	j := start
 	for j < len(p.b) {
 		c := p.b[j]
 		if c == '"' {
 			p.i = j + 1
-			return string(p.b[start:j]), true
+			if p.s == "" {
+				// Looking a name up does not allocate; making it a string would.
+				if k, ok := answerNames[string(p.b[start:j])]; ok {
+					return k, true
+				}
+			}
+			return p.text(start, j), true
 		}
-		if c < 0x20 {
-			return nil, false
-		}
-		if c == '\\' || c >= utf8.RuneSelf {
+		switch {
+		case c < 0x20:
+			return "", false
+		case c == '\\':
 			return p.strSlow(start, j)
+		case c < utf8.RuneSelf:
+			j++
+		default:
+			// Valid UTF-8 is kept as it is, so it too can be cut from s; an invalid byte
+			// becomes U+FFFD, which needs a new string.
+			r, size := utf8.DecodeRune(p.b[j:])
+			if r == utf8.RuneError && size == 1 {
+				return p.strSlow(start, j)
+			}
+			j += size
 		}
-		j++
 	}
-	return nil, false
+	return "", false
 }
 
-// strSlow finishes a string that has escapes or non-ASCII bytes, from j on.
-func (p *parser) strSlow(start, j int) (any, bool) {
+// strSlow finishes a string that has escapes or invalid UTF-8, from j on.
+func (p *parser) strSlow(start, j int) (string, bool) {
 	out := make([]byte, 0, j-start+16)
 	out = append(out, p.b[start:j]...)
 	for j < len(p.b) {
@@ -228,11 +273,11 @@ func (p *parser) strSlow(start, j int) (any, bool) {
 			p.i = j + 1
 			return string(out), true
 		case c < 0x20:
-			return nil, false
+			return "", false
 		case c == '\\':
 			j++
 			if j >= len(p.b) {
-				return nil, false
+				return "", false
 			}
 			switch p.b[j] {
 			case '"', '\\', '/':
@@ -250,7 +295,7 @@ func (p *parser) strSlow(start, j int) (any, bool) {
 			case 'u':
 				r := hex4(p.b, j+1)
 				if r < 0 {
-					return nil, false
+					return "", false
 				}
 				j += 4
 				if utf16.IsSurrogate(r) {
@@ -267,7 +312,7 @@ func (p *parser) strSlow(start, j int) (any, bool) {
 				}
 				out = utf8.AppendRune(out, r)
 			default:
-				return nil, false
+				return "", false
 			}
 			j++
 		case c < utf8.RuneSelf:
@@ -283,7 +328,7 @@ func (p *parser) strSlow(start, j int) (any, bool) {
 			j += size
 		}
 	}
-	return nil, false
+	return "", false
 }
 
 // hex4 reads four hex digits at b[i:]; -1 if there are not four.

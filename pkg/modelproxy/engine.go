@@ -51,34 +51,36 @@ func (e *Engine) FamilyFor(path string, h http.Header) Family {
 // host (a host allow-list once let a file-upload API out; docs/threat-model.md). A path with escapes,
 // dot segments or doubled slashes never matches.
 func (e *Engine) Route(method, path string, h http.Header) (API, *Refusal) {
-	notAllowed := &Refusal{Code: EndpointNotAllowed, Status: http.StatusNotFound, Detail: method + " " + reasons.Clip(path, 80)}
+	// The refusal is built only when it is the answer: this runs for every request.
+	notAllowed := func(why string) *Refusal {
+		return &Refusal{Code: EndpointNotAllowed, Status: http.StatusNotFound, Detail: method + " " + reasons.Clip(path, 80) + why}
+	}
 	if h.Get("Upgrade") != "" {
 		// Codex falls back to HTTP after a 404 to its WebSocket attempt.
-		notAllowed.Detail += " (upgrade)"
-		return "", notAllowed
+		return "", notAllowed(" (upgrade)")
 	}
 	var api API
-	switch method + " " + path {
-	case "POST /v1/messages":
+	switch {
+	case method == http.MethodPost && path == "/v1/messages":
 		api = AnthropicMessages
-	case "POST /v1/messages/count_tokens":
+	case method == http.MethodPost && path == "/v1/messages/count_tokens":
 		api = AnthropicCountTokens
-	case "POST /v1/responses":
+	case method == http.MethodPost && path == "/v1/responses":
 		api = OpenAIResponses
-	case "POST /v1/responses/compact":
+	case method == http.MethodPost && path == "/v1/responses/compact":
 		api = OpenAICompact
-	case "POST /v1/chat/completions":
+	case method == http.MethodPost && path == "/v1/chat/completions":
 		api = OpenAIChat
-	case "GET /v1/models":
+	case method == http.MethodGet && path == "/v1/models":
 		api = OpenAIModels
 		if e.FamilyFor(path, h) == FamilyAnthropic {
 			api = AnthropicModels
 		}
 	default:
-		return "", notAllowed
+		return "", notAllowed("")
 	}
 	if !e.up.Serves(api.Family()) {
-		return "", notAllowed
+		return "", notAllowed("")
 	}
 	return api, nil
 }

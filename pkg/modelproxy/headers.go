@@ -64,15 +64,19 @@ func checkEncoding(h http.Header) *Refusal {
 // cookies, routing (x-forwarded-*, OpenAI-Organization, OpenAI-Project, chatgpt-account-id,
 // anthropic-workspace-id), proxy-* and hop-by-hop headers never pass (E7).
 func baseHeaders(in http.Header) http.Header {
-	// Keys in canonical form, set directly: this runs for every request.
+	// Keys in canonical form, set directly: this runs for every request. The values share
+	// one backing array, each a slice of capacity one, so an append to one copies it.
 	out := make(http.Header, 8)
-	out["Content-Type"] = []string{"application/json"}
-	out["Accept-Encoding"] = []string{"identity"}
+	vals := make([]string, 4)
+	vals[0], vals[1] = "application/json", "identity"
+	out["Content-Type"], out["Accept-Encoding"] = vals[0:1:1], vals[1:2:2]
 	if a := strings.TrimSpace(hget(in, "Accept")); forwardedAccept[a] {
-		out["Accept"] = []string{a}
+		vals[2] = a
+		out["Accept"] = vals[2:3:3]
 	}
 	// Go would add its own User-Agent; an empty value suppresses that.
-	out["User-Agent"] = []string{reasons.Clip(hget(in, "User-Agent"), 200)}
+	vals[3] = reasons.Clip(hget(in, "User-Agent"), 200)
+	out["User-Agent"] = vals[3:4:4]
 	return out
 }
 

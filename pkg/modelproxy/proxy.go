@@ -217,23 +217,26 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // logRequest writes the request's one log line. Attributes are typed (no boxing of each
-// value into an interface) and the handler skips the call entirely below its level.
+// value into an interface) and the handler skips the call entirely below its level. The
+// record goes to the handler directly, without the caller's program counter: Logger would
+// walk the stack for it on every request, and the node's handlers never print a source.
 func (p *Proxy) logRequest(method, path string, api API, status int, in, out int64, d time.Duration, ref *Refusal, notes []string) {
 	ctx := context.Background()
-	if !p.log.Enabled(ctx, slog.LevelInfo) {
+	h := p.log.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
-	var buf [10]slog.Attr
-	attrs := append(buf[:0], slog.String("method", method), slog.String("path", reasons.Clip(path, 80)),
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "model request", 0)
+	r.AddAttrs(slog.String("method", method), slog.String("path", reasons.Clip(path, 80)),
 		slog.String("api", string(api)), slog.Int("status", status), slog.Int64("bytes_in", in),
 		slog.Int64("bytes_out", out), slog.Int64("duration_ms", d.Milliseconds()))
 	if ref != nil {
-		attrs = append(attrs, slog.String("reason", string(ref.Code)), slog.String("detail", ref.Detail))
+		r.AddAttrs(slog.String("reason", string(ref.Code)), slog.String("detail", ref.Detail))
 	}
 	if len(notes) > 0 {
-		attrs = append(attrs, slog.String("notes", strings.Join(notes, "; ")))
+		r.AddAttrs(slog.String("notes", strings.Join(notes, "; ")))
 	}
-	p.log.LogAttrs(ctx, slog.LevelInfo, "model request", attrs...)
+	_ = h.Handle(ctx, r) // a log that cannot be written has nowhere to report that
 }
 
 // serve runs auth, routing, limits and rules; it forwards or returns the refusal to write.

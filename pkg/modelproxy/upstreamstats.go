@@ -24,34 +24,37 @@ type UpstreamStats struct {
 
 type upstreamStats struct {
 	mu sync.Mutex
-	s  UpstreamStats
+	// statuses are counted by number, so that an answer costs no string; snapshot names them.
+	statuses  map[int]int64
+	failures  int64
+	lastError string
 }
 
 func (u *upstreamStats) answered(status int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.s.Statuses == nil {
-		u.s.Statuses = map[string]int64{}
+	if u.statuses == nil {
+		u.statuses = map[int]int64{}
 	}
-	u.s.Statuses[strconv.Itoa(status)]++
+	u.statuses[status]++
 }
 
 // failed records a request that got no answer; msg is the error's text, already redacted.
 func (u *upstreamStats) failed(msg string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.s.Failed++
-	u.s.LastError = reasons.Clip(msg, 300)
+	u.failures++
+	u.lastError = reasons.Clip(msg, 300)
 }
 
 func (u *upstreamStats) snapshot() UpstreamStats {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	out := UpstreamStats{Failed: u.s.Failed, LastError: u.s.LastError}
-	if len(u.s.Statuses) > 0 {
-		out.Statuses = make(map[string]int64, len(u.s.Statuses))
-		for k, v := range u.s.Statuses {
-			out.Statuses[k] = v
+	out := UpstreamStats{Failed: u.failures, LastError: u.lastError}
+	if len(u.statuses) > 0 {
+		out.Statuses = make(map[string]int64, len(u.statuses))
+		for k, v := range u.statuses {
+			out.Statuses[strconv.Itoa(k)] = v
 		}
 	}
 	return out
