@@ -212,7 +212,8 @@ func benchClient(sock string) *http.Client {
 	return c
 }
 
-func benchSend(b *testing.B, c *http.Client, h http.Header, body string) {
+// benchPost sends a Messages request and returns its 200 answer, open.
+func benchPost(b *testing.B, c *http.Client, h http.Header, body string) *http.Response {
 	req, err := http.NewRequest("POST", "http://endpoint/v1/messages", strings.NewReader(body))
 	if err != nil {
 		b.Fatal(err)
@@ -224,30 +225,23 @@ func benchSend(b *testing.B, c *http.Client, h http.Header, body string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	if resp.StatusCode != 200 {
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		b.Fatalf("POST = %d %s", resp.StatusCode, out)
 	}
+	return resp
+}
+
+func benchSend(b *testing.B, c *http.Client, h http.Header, body string) {
+	resp := benchPost(b, c, h, body)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 }
 
 func benchStream(b *testing.B, c *http.Client, h http.Header, body string) {
-	req, err := http.NewRequest("POST", "http://endpoint/v1/messages", strings.NewReader(body))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
+	resp := benchPost(b, c, h, body)
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		out, _ := io.ReadAll(resp.Body)
-		b.Fatalf("POST = %d %s", resp.StatusCode, out)
-	}
 	sc := bufio.NewScanner(resp.Body)
 	n := 0
 	for sc.Scan() {
