@@ -307,7 +307,7 @@ func anthropicMessages(o object) *Refusal {
 		if !ok {
 			return refuse(FieldInvalid, "messages[%d] must be an object", i)
 		}
-		if r := anthropicContent(mo["content"], fmt.Sprintf("messages[%d].content", i), anthropicBlocks); r != nil {
+		if r := anthropicContent(mo["content"], indexPath("messages", i)+".content", anthropicBlocks); r != nil {
 			return r
 		}
 	}

@@ -202,6 +202,10 @@ func capTokens(o object, key, path string, max int64, setMissing bool, n *notes)
 	return nil
 }
 
+// indexPath is path[i], the name a refusal or a note gives an array's item. It is built for
+// every item a rule checks, so without fmt: a long conversation has thousands of blocks.
+func indexPath(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
 // contentParts checks a content value of any API: absent, a string, or an array of objects
 // whose type is on allowed (anything else is a refused block, E4), each then checked by rule
 // with its path.
@@ -211,7 +215,7 @@ func contentParts(v any, path string, allowed map[string]bool, rule func(typ str
 		return nil
 	case []any:
 		for j, p := range c {
-			pp := fmt.Sprintf("%s[%d]", path, j)
+			pp := indexPath(path, j)
 			po, ok := p.(object)
 			if !ok {
 				return refuse(FieldInvalid, "%s must be an object", pp)

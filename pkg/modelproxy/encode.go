@@ -11,8 +11,11 @@ import (
 // with HTML escaping off (keys sorted, the same string escapes), but without reflection: the
 // tree holds only what decodeObject and the rules put in it. Anything else goes through
 // encoding/json.
-func encodeObject(o object) ([]byte, error) {
-	return appendJSON(make([]byte, 0, 256), o)
+//
+// sizeHint is the size of the body o was parsed from: the re-encoded body is about as long, so
+// its buffer is made once, not grown and copied a dozen times for a long conversation.
+func encodeObject(o object, sizeHint int) ([]byte, error) {
+	return appendJSON(make([]byte, 0, sizeHint+sizeHint/8+256), o)
 }
 
 func appendJSON(b []byte, v any) ([]byte, error) {

@@ -37,7 +37,7 @@ func TestEncodeObjectMatchesEncodingJSON(t *testing.T) {
 		if ref != nil {
 			t.Fatalf("decode %q: %v", b, ref)
 		}
-		got, err := encodeObject(o)
+		got, err := encodeObject(o, 0)
 		if err != nil {
 			t.Fatalf("encode %q: %v", b, err)
 		}
@@ -49,7 +49,7 @@ func TestEncodeObjectMatchesEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 2000 {
 		o := randomObject(r, 3)
-		got, err := encodeObject(o)
+		got, err := encodeObject(o, 0)
 		if err != nil {
 			t.Fatalf("tree %d: %v", i, err)
 		}
@@ -63,14 +63,14 @@ func TestEncodeObjectMatchesEncodingJSON(t *testing.T) {
 // an invalid literal is an error, never raw bytes in the body.
 func TestEncodeObjectRefusesInvalidNumber(t *testing.T) {
 	for _, n := range []string{"1 ", "01", "1.", ".5", "1e", "+1", "0x10", "1,2", `1"}`, "NaN", "--1"} {
-		if _, err := encodeObject(object{"max_tokens": json.Number(n)}); err == nil {
+		if _, err := encodeObject(object{"max_tokens": json.Number(n)}, 0); err == nil {
 			t.Errorf("number %q was encoded", n)
 		}
 		if _, err := json.Marshal(json.Number(n)); err == nil {
 			t.Errorf("encoding/json accepts %q: the test's premise is wrong", n)
 		}
 	}
-	got, err := encodeObject(object{"a": json.Number("")})
+	got, err := encodeObject(object{"a": json.Number("")}, 0)
 	if err != nil || string(got) != `{"a":0}` {
 		t.Errorf("empty number = %s, %v; want {\"a\":0} as encoding/json writes it", got, err)
 	}

@@ -141,7 +141,7 @@ func (e *Engine) Apply(api API, h http.Header, body []byte) Decision {
 		return d
 	}
 	d.MaxOutput = e.outputBound(api, o)
-	out, err := encodeObject(o)
+	out, err := encodeObject(o, len(body))
 	if err != nil {
 		d.Refusal = refuse(FieldInvalid, "body cannot be re-encoded")
 		return d

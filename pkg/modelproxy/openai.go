@@ -153,7 +153,7 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 		if !ok {
 			return refuse(FieldInvalid, "messages[%d] must be an object", i)
 		}
-		if r := contentParts(mo["content"], fmt.Sprintf("messages[%d].content", i), chatParts, chatPart); r != nil {
+		if r := contentParts(mo["content"], indexPath("messages", i)+".content", chatParts, chatPart); r != nil {
 			return r
 		}
 		if tcs, ok := mo["tool_calls"].([]any); ok {
@@ -196,7 +196,7 @@ func responsesTools(v any, path string) *Refusal {
 		return refuse(FieldInvalid, "%s must be an array", path)
 	}
 	for i, t := range list {
-		tp := fmt.Sprintf("%s[%d]", path, i)
+		tp := indexPath(path, i)
 		to, ok := t.(object)
 		if !ok {
 			return refuse(FieldInvalid, "%s must be an object", tp)
@@ -232,7 +232,7 @@ func responsesInput(v any) *Refusal {
 		return nil
 	case []any:
 		for i, it := range in {
-			ip := fmt.Sprintf("input[%d]", i)
+			ip := indexPath("input", i)
 			io, ok := it.(object)
 			if !ok {
 				return refuse(FieldInvalid, "%s must be an object", ip)
