@@ -309,19 +309,7 @@ func TestInstallDeb(t *testing.T) {
 		t.Fatalf("dpkg -i: %v\n%s", err, out)
 	}
 	files := debFiles(t, p.deb)
-	for dst, mode := range files {
-		fi, err := os.Stat(filepath.Join(root, dst))
-		if err != nil {
-			t.Errorf("installed file %s: %v", dst, err)
-			continue
-		}
-		if fi.Mode().String() != mode {
-			t.Errorf("installed %s mode %s, want %s", dst, fi.Mode(), mode)
-		}
-	}
-	if len(files) < 15 {
-		t.Fatalf("dpkg-deb -c listed %d files: %v", len(files), files)
-	}
+	checkLanded(t, root, "dpkg-deb -c", files)
 
 	checkInstalled(t, root, strings.TrimSuffix(versionOf(t, p.deb), "-1"), files)
 
@@ -331,6 +319,25 @@ func TestInstallDeb(t *testing.T) {
 	for p := range tree(t, root) {
 		if !before[p] && !strings.HasPrefix(p, "var/lib/dpkg/") && p != "dpkg.log" {
 			t.Errorf("left after purge: %s", p)
+		}
+	}
+}
+
+// checkLanded checks that every file the package lists (lister says how it was listed) is
+// under root with its mode, and that the list is not suspiciously short.
+func checkLanded(t *testing.T, root, lister string, files map[string]string) {
+	t.Helper()
+	if len(files) < 15 {
+		t.Fatalf("%s listed %d files: %v", lister, len(files), files)
+	}
+	for dst, mode := range files {
+		fi, err := os.Stat(filepath.Join(root, dst))
+		if err != nil {
+			t.Errorf("installed file %s: %v", dst, err)
+			continue
+		}
+		if fi.Mode().String() != mode {
+			t.Errorf("installed %s mode %s, want %s", dst, fi.Mode(), mode)
 		}
 	}
 }
@@ -416,19 +423,7 @@ func TestInstallRPM(t *testing.T) {
 		t.Fatalf("rpm -i: %v\n%s", err, out)
 	}
 	files := rpmFiles(t, rpm, p.rpm)
-	if len(files) < 15 {
-		t.Fatalf("rpm -qlvp listed %d files: %v", len(files), files)
-	}
-	for dst, mode := range files {
-		fi, err := os.Stat(filepath.Join(root, dst))
-		if err != nil {
-			t.Errorf("installed file %s: %v", dst, err)
-			continue
-		}
-		if fi.Mode().String() != mode {
-			t.Errorf("installed %s mode %s, want %s", dst, fi.Mode(), mode)
-		}
-	}
+	checkLanded(t, root, "rpm -qlvp", files)
 	if out, err := exec.Command(rpm, rpmArgs("-V", "--nodeps", "anet")...).CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("rpm -V anet: %v\n%s", err, out)
 	}

@@ -40,8 +40,8 @@ type run struct {
 	cmd  *exec.Cmd
 	leaf *leaf
 	hold *os.File // the launcher's end of init's --hold, until Start returns; nil without one
-	// endBorn ends the thread that started a run born in its cgroups (startBorn), once the
-	// run is over; nil otherwise.
+	// endBorn ends the thread that started a run born in its cgroups (startBorn); watch calls
+	// it once, when the run is over. nil otherwise.
 	endBorn func()
 	// mntNS holds the run's mount namespace from confine until its outcome is out (finish);
 	// nil when it could not be opened.
@@ -361,8 +361,7 @@ func startBorn(cmd *exec.Cmd, join, back []string) (end func(), err error) {
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	var once sync.Once
-	return func() { once.Do(func() { close(over) }) }, nil
+	return func() { close(over) }, nil
 }
 
 // joinThread moves the calling thread, alone, into the cgroup of each tasks file.
