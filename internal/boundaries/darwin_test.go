@@ -10,15 +10,21 @@ import (
 // depsFor is deps for another platform.
 func depsFor(t *testing.T, goos, pkg string, tags ...string) map[string]bool {
 	t.Helper()
+	return depsOn(t, goos, "arm64", pkg, tags...)
+}
+
+// depsOn is deps for goos/goarch.
+func depsOn(t *testing.T, goos, goarch, pkg string, tags ...string) map[string]bool {
+	t.Helper()
 	args := []string{"list", "-deps"}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
 	cmd := exec.Command("go", append(args, pkg)...)
-	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=arm64", "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("GOOS=%s go %s: %v\n%s", goos, strings.Join(args, " "), err, out)
+		t.Fatalf("GOOS=%s GOARCH=%s go %s: %v\n%s", goos, goarch, strings.Join(args, " "), err, out)
 	}
 	m := map[string]bool{}
 	for _, l := range strings.Fields(string(out)) {

@@ -1,3 +1,5 @@
+//go:build linux && (anettest || !amd64)
+
 package seccomp
 
 import (

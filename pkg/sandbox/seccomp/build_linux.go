@@ -1,3 +1,9 @@
+//go:build linux && (anettest || !amd64)
+
+// The assembler: the policy tables (policy_linux.go) and the hand-written prefix
+// (asm_linux.go) turned into the two programs. Release builds for amd64 do not link it: they
+// hand bwrap the programs it assembled, kept in precomputed_amd64.go (filters_amd64.go).
+
 package seccomp
 
 import (
@@ -5,34 +11,12 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync"
 
 	libseccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
-
-var (
-	once     sync.Once
-	built    [][]byte
-	buildErr error
-)
-
-// Filters returns the arch filter and the main filter, in that order, as raw BPF programs
-// (8-byte struct sock_filter in native byte order), one per `--add-seccomp-fd`. They are
-// assembled once per process; each call returns fresh copies.
-func Filters(opts Options) ([][]byte, error) {
-	once.Do(func() { built, buildErr = build(nil) })
-	if buildErr != nil {
-		return nil, buildErr
-	}
-	out := make([][]byte, len(built))
-	for i, p := range built {
-		out[i] = slices.Clone(p)
-	}
-	return out, nil
-}
 
 // build assembles both programs, leaving out the rules named in omit (syscall names, or
 // RuleArch for the whole arch filter). Only test builds pass a non-empty omit.
@@ -144,9 +128,6 @@ func checkOmit(spec archSpec, omit []string) error {
 	return nil
 }
 
-// maxInsns is the kernel's BPF_MAXINSNS for one seccomp program.
-const maxInsns = 4096
-
 // encode turns instructions into the bytes of a struct sock_filter array, native byte order.
 func encode(insns []bpf.Instruction) ([]byte, error) {
 	if len(insns) == 0 || len(insns) > maxInsns {
@@ -161,21 +142,6 @@ func encode(insns []bpf.Instruction) ([]byte, error) {
 		out = binary.NativeEndian.AppendUint16(out, r.Op)
 		out = append(out, r.Jt, r.Jf)
 		out = binary.NativeEndian.AppendUint32(out, r.K)
-	}
-	return out, nil
-}
-
-// decode is encode's inverse, for Install and the tests.
-func decode(prog []byte) ([]bpf.RawInstruction, error) {
-	if len(prog) == 0 || len(prog)%8 != 0 || len(prog)/8 > maxInsns {
-		return nil, fmt.Errorf("program of %d bytes is not 1..%d struct sock_filter", len(prog), maxInsns)
-	}
-	out := make([]bpf.RawInstruction, len(prog)/8)
-	for i := range out {
-		b := prog[8*i:]
-		out[i] = bpf.RawInstruction{
-			Op: binary.NativeEndian.Uint16(b[0:2]), Jt: b[2], Jf: b[3], K: binary.NativeEndian.Uint32(b[4:8]),
-		}
 	}
 	return out, nil
 }

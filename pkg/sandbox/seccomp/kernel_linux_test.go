@@ -192,9 +192,9 @@ func probes() []probe {
 			return e
 		}, want: unix.EPERM},
 		{name: "personality_query_allowed", call: raw(unix.SYS_PERSONALITY, 0xffffffff)},
-		{name: "ioctl_TIOCSTI", call: raw(unix.SYS_IOCTL, null, ioctlTIOCSTI, cp), want: unix.EPERM},
-		{name: "ioctl_TIOCSTI_high_bits", call: raw(unix.SYS_IOCTL, null, 0xdead00000000|ioctlTIOCSTI, cp), want: unix.EPERM},
-		{name: "ioctl_TIOCLINUX", call: raw(unix.SYS_IOCTL, null, ioctlTIOCLINUX, cp), want: unix.EPERM},
+		{name: "ioctl_TIOCSTI", call: raw(unix.SYS_IOCTL, null, unix.TIOCSTI, cp), want: unix.EPERM},
+		{name: "ioctl_TIOCSTI_high_bits", call: raw(unix.SYS_IOCTL, null, 0xdead00000000|unix.TIOCSTI, cp), want: unix.EPERM},
+		{name: "ioctl_TIOCLINUX", call: raw(unix.SYS_IOCTL, null, unix.TIOCLINUX, cp), want: unix.EPERM},
 		{name: "ioctl_TCGETS_reaches_kernel", call: raw(unix.SYS_IOCTL, null, unix.TCGETS, cp), reaches: unix.ENOTTY},
 		{name: "socket_AF_VSOCK", call: raw(unix.SYS_SOCKET, 40, unix.SOCK_STREAM, 0), want: unix.EAFNOSUPPORT},
 		{name: "socket_AF_VSOCK_high_bits", call: raw(unix.SYS_SOCKET, 1<<32|40, unix.SOCK_STREAM, 0), want: unix.EAFNOSUPPORT},

@@ -1,3 +1,5 @@
+//go:build linux && (anettest || !amd64)
+
 package seccomp
 
 import (
@@ -74,9 +76,6 @@ type archSpec struct {
 	// extraDeny are EPERM names that exist on this arch only.
 	extraDeny []string
 }
-
-// x32SyscallBit marks an x32 system call on x86_64.
-const x32SyscallBit = 0x40000000
 
 // archSpecs is keyed by GOARCH. Names missing from an arch's table make Assemble fail, so
 // each arch lists only the names it has (tested against both tables on any host).
