@@ -72,7 +72,7 @@ func (c GuestConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("limits tasks=%d memory=%d file_size=%d tmp=%d: too small", c.Tasks, c.Memory, c.FileSize, c.TmpBytes))
 	}
 	for _, s := range c.Shares {
-		if !tagRE.MatchString(s.Tag) || !cleanAbsPath(s.Mount) || s.Mount == "/" {
+		if !validTag(s.Tag) || !cleanAbsPath(s.Mount) || s.Mount == "/" {
 			errs = append(errs, fmt.Errorf("share %q at %q: bad tag or mount point", s.Tag, s.Mount))
 		}
 	}

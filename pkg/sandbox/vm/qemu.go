@@ -3,7 +3,6 @@ package vm
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -60,7 +59,20 @@ type Machine struct {
 // LinkPortName is the virtio-serial port's name (the guest finds it in sysfs).
 const LinkPortName = "anet.link"
 
-var tagRE = regexp.MustCompile(`^[a-z0-9_]{1,31}$`)
+// validTag reports whether tag is a 9p mount tag the guest accepts: [a-z0-9_]{1,31}. A loop,
+// not a regexp: a package-level regexp is compiled at every start of anet-sandboxd, and
+// `exec` starts once per command.
+func validTag(tag string) bool {
+	if len(tag) == 0 || len(tag) > 31 {
+		return false
+	}
+	for i := 0; i < len(tag); i++ {
+		if c := tag[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // QEMUArgs renders m into qemu-system-x86_64's arguments (without the program). It is pure
 // and golden-tested. What it leaves out is as deliberate as what it puts in: -nodefaults and
@@ -156,7 +168,7 @@ func (m Machine) validate() error {
 	}
 	tags := map[string]bool{}
 	for _, s := range m.Shares {
-		if !tagRE.MatchString(s.Tag) || tags[s.Tag] {
+		if !validTag(s.Tag) || tags[s.Tag] {
 			errs = append(errs, fmt.Errorf("share tag %q: want a unique [a-z0-9_]{1,31}", s.Tag))
 		}
 		tags[s.Tag] = true

@@ -115,3 +115,16 @@ func TestKernelCmdlinePassesTheGuestCommandLast(t *testing.T) {
 		t.Fatal("TCG cmdline lacks the TSC rate")
 	}
 }
+
+// TestValidTag: a share's 9p mount tag is [a-z0-9_]{1,31}, for QEMU's -fsdev and the guest.
+func TestValidTag(t *testing.T) {
+	for tag, want := range map[string]bool{
+		"work": true, "sys_usr": true, "a": true, "0_9": true, strings.Repeat("x", 31): true,
+		"": false, strings.Repeat("x", 32): false, "Usr": false, "a-b": false, "a/b": false,
+		"a,b": false, "a b": false, "é": false, "a\x00": false,
+	} {
+		if got := validTag(tag); got != want {
+			t.Errorf("validTag(%q) = %v, want %v", tag, got, want)
+		}
+	}
+}
