@@ -47,6 +47,7 @@ func New(o Options) (*Launcher, error) {
 		return nil, fmt.Errorf("new launcher: resolve %s: %w", o.Self, err)
 	}
 	o.Self = real
+	go learnPidfd()
 	l := &Launcher{log: o.Log, runs: map[Run]chan struct{}{}}
 	name, f, err := factory(o.Backend)
 	if err != nil {
@@ -63,6 +64,17 @@ func New(o Options) (*Launcher, error) {
 		l.cache.Dir, l.cache.Stamp = o.ProbeCacheDir, probeStamp(name, o.Self, l.backend)
 	}
 	return l, nil
+}
+
+// learnPidfd has the os package learn, once per process, whether pidfds work: it forks and
+// reaps a throw-away child to find out, on the first start of a process, which a launcher
+// makes next. Learnt now, that fork overlaps the run's preparation instead of preceding
+// bwrap's (anet-sandboxd exec is a new process per command). Nothing else changes: os uses
+// pidfds when they work, as before.
+func learnPidfd() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		_ = p.Release()
+	}
 }
 
 // probeStamp identifies what a probe result depends on beyond the configuration hash: the
