@@ -15,8 +15,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/nodedirs"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
@@ -73,9 +73,9 @@ func execCommand() *cli.Command {
 
 // specFromFlags builds the run spec from the shared flags.
 func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
-	// The node's own paths (pkg/config, as anetd computes them): the dirs a run must never
+	// The node's own dirs (pkg/nodedirs, as anetd places them): the dirs a run must never
 	// see, and the default run root.
-	paths, err := config.DefaultPaths(nil)
+	dirs, err := nodedirs.Default(nil)
 	if err != nil {
 		return sandbox.Spec{}, err
 	}
@@ -86,7 +86,7 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 		if v == "" {
 			return 0 // the default
 		}
-		n, err := config.ParseSize(v)
+		n, err := limits.ParseSize(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
 		}
@@ -99,7 +99,7 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 		AgentTree: c.String("agent-tree"),
 		RunRoot:   c.String("run-root"),
 		Env:       list(c, "env"),
-		Hidden:    []string{paths.DataDir, paths.RuntimeDir, paths.ConfigDir},
+		Hidden:    []string{dirs.Data, dirs.Runtime, dirs.Config},
 		Limits: sandbox.Limits{
 			Memory: size("memory"), Tasks: c.Int64("tasks"), Disk: size("disk"),
 			WallClock: c.Duration("timeout"), Grace: c.Duration("grace"),
@@ -109,7 +109,7 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 		return spec, errors.Join(errs...)
 	}
 	if spec.RunRoot == "" {
-		spec.RunRoot = filepath.Join(paths.CacheDir, "runs")
+		spec.RunRoot = filepath.Join(dirs.Cache, "runs")
 	}
 	if w := c.String("work"); w != "" {
 		abs, err := filepath.Abs(w)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/nodedirs"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
@@ -30,14 +30,12 @@ func launchOptions(c *cli.Context, log *slog.Logger) launch.Options {
 	o := launch.Options{Backend: c.String("isolation"), Log: log, CacheDir: c.String("vm-cache"), AllowEmulation: c.Bool("vm-allow-tcg")}
 	// A passing probe is kept for the next process too (S7: exec is a new process each time),
 	// in the runtime directory that every run has hidden.
-	if paths, err := config.DefaultPaths(nil); err == nil {
-		o.ProbeCacheDir = filepath.Join(paths.RuntimeDir, "probe")
-	}
-	if o.CacheDir == "" {
-		// serve gets it from anetd (its environment is clean); the others find it. A backend
-		// that needs it and has none says so.
-		if paths, err := config.DefaultPaths(nil); err == nil {
-			o.CacheDir = filepath.Join(paths.CacheDir, "vm")
+	if dirs, err := nodedirs.Default(nil); err == nil {
+		o.ProbeCacheDir = filepath.Join(dirs.Runtime, "probe")
+		// serve gets the vm cache from anetd (its environment is clean); the others find it.
+		// A backend that needs it and has none says so.
+		if o.CacheDir == "" {
+			o.CacheDir = filepath.Join(dirs.Cache, "vm")
 		}
 	}
 	return o

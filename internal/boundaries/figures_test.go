@@ -9,15 +9,18 @@ import (
 	"testing"
 )
 
-// pkg/limits is a leaf: every binary links it, so it must bring nothing else with it.
+// pkg/limits and pkg/nodedirs are leaves: every binary links them (anet-sandboxd in place of
+// pkg/config), so they must bring nothing else with them.
 func TestFiguresPackageIsALeaf(t *testing.T) {
-	d := deps(t, "anet.dev/anet/pkg/limits")
-	if !d["fmt"] {
-		t.Fatalf("go list -deps pkg/limits = %v: the check would prove nothing", d)
-	}
-	for p := range d {
-		if strings.Contains(strings.Split(p, "/")[0], ".") && p != "anet.dev/anet/pkg/limits" {
-			t.Errorf("pkg/limits links %s; it may link only the standard library", p)
+	for _, pkg := range []string{"anet.dev/anet/pkg/limits", "anet.dev/anet/pkg/nodedirs"} {
+		d := deps(t, pkg)
+		if !d["fmt"] {
+			t.Fatalf("go list -deps %s = %v: the check would prove nothing", pkg, d)
+		}
+		for p := range d {
+			if strings.Contains(strings.Split(p, "/")[0], ".") && p != pkg {
+				t.Errorf("%s links %s; it may link only the standard library", pkg, p)
+			}
 		}
 	}
 }

@@ -3,10 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"anet.dev/anet/pkg/nodedirs"
 )
 
 // Paths are the node's files and directories. Every directory ends in /anet.
@@ -19,45 +19,16 @@ type Paths struct {
 	CacheDir   string // $XDG_CACHE_HOME/anet: work directories
 }
 
-// DefaultPaths computes the paths from the XDG variables read through env (os.Getenv when
-// nil), falling back to $HOME/.config, $HOME/.local/share and $HOME/.cache. Relative XDG
-// values are ignored, as the XDG spec asks.
-//
-// Without XDG_RUNTIME_DIR (no login session, e.g. a container or a cron job) there is no
-// per-user runtime directory, so RuntimeDir falls back to <os.TempDir()>/anet-<uid>. The
-// temporary directory is shared with every user: anyone could create that name first, so
-// callers must create it with EnsurePrivateDir, which refuses a directory owned by another
-// user or open to others rather than putting the control socket and token in it.
+// DefaultPaths computes the paths on the node's directories (nodedirs.Default: the XDG
+// variables read through env, os.Getenv when nil, with their fallbacks). Without
+// XDG_RUNTIME_DIR the runtime directory is in the shared temporary directory, so callers
+// must create it with EnsurePrivateDir.
 func DefaultPaths(env func(string) string) (Paths, error) {
-	if env == nil {
-		env = os.Getenv
-	}
-	home := env("HOME")
-	xdg := func(name, fallback string) (string, error) {
-		if v := env(name); filepath.IsAbs(v) {
-			return filepath.Join(v, "anet"), nil
-		}
-		if !filepath.IsAbs(home) {
-			return "", fmt.Errorf("default paths: %s is not set and HOME %q is not an absolute path", name, home)
-		}
-		return filepath.Join(home, fallback, "anet"), nil
-	}
-	var p Paths
-	var err error
-	if p.ConfigDir, err = xdg("XDG_CONFIG_HOME", ".config"); err != nil {
+	d, err := nodedirs.Default(env)
+	if err != nil {
 		return Paths{}, err
 	}
-	if p.DataDir, err = xdg("XDG_DATA_HOME", filepath.Join(".local", "share")); err != nil {
-		return Paths{}, err
-	}
-	if p.CacheDir, err = xdg("XDG_CACHE_HOME", ".cache"); err != nil {
-		return Paths{}, err
-	}
-	if v := env("XDG_RUNTIME_DIR"); filepath.IsAbs(v) {
-		p.RuntimeDir = filepath.Join(v, "anet")
-	} else {
-		p.RuntimeDir = filepath.Join(os.TempDir(), "anet-"+strconv.Itoa(os.Getuid()))
-	}
+	p := Paths{ConfigDir: d.Config, DataDir: d.Data, RuntimeDir: d.Runtime, CacheDir: d.Cache}
 	p.ConfigFile = filepath.Join(p.ConfigDir, "config.yaml")
 	p.KeysFile = filepath.Join(p.ConfigDir, "keys.yaml")
 	return p, nil

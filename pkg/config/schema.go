@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/money"
 )
 
@@ -214,11 +215,11 @@ func sizeField(name string, ptr func(*Config) *int64) *field {
 			if err != nil {
 				return err
 			}
-			v, err := ParseSize(s)
+			v, err := limits.ParseSize(s)
 			*ptr(c) = v
 			return err
 		},
-		format: func(c Config) string { return FormatSize(*ptr(&c)) },
+		format: func(c Config) string { return limits.FormatSize(*ptr(&c)) },
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
@@ -84,7 +85,7 @@ func (c Config) issues() []*Error {
 	add("intake.stranger_pending_max", atLeast(in.StrangerPendingMax, 0, true))
 	if in.StrangersPendingMax < in.StrangerPendingMax {
 		add("intake.strangers_pending_max", fmt.Errorf("%s is less than intake.stranger_pending_max (%s): all strangers together must have at least one stranger's room",
-			FormatSize(in.StrangersPendingMax), FormatSize(in.StrangerPendingMax)))
+			limits.FormatSize(in.StrangersPendingMax), limits.FormatSize(in.StrangerPendingMax)))
 	}
 	add("intake.disk_free_min", atLeast(in.DiskFreeMin, 0, true))
 	return errs
@@ -140,7 +141,7 @@ func atLeast(v, minimum int64, size bool) error {
 	}
 	show := func(n int64) string { return fmt.Sprint(n) }
 	if size {
-		show = FormatSize
+		show = limits.FormatSize
 	}
 	return fmt.Errorf("%s is too small (minimum %s)", show(v), show(minimum))
 }

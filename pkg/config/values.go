@@ -12,43 +12,6 @@ import (
 	"unicode"
 )
 
-// sizeUnits are the suffixes a size may carry, largest first so formatting picks the largest
-// exact one.
-var sizeUnits = []struct {
-	suffix string
-	n      int64
-}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
-
-// ParseSize converts "2GiB", "512MiB", "64KiB" or a plain byte count to bytes. Decimal units
-// (GB, G) are refused rather than guessed, because 2G and 2GiB differ by 7%.
-func ParseSize(s string) (int64, error) {
-	num, mult := s, int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(s, u.suffix) {
-			num, mult = strings.TrimSuffix(s, u.suffix), u.n
-			break
-		}
-	}
-	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
-		return 0, fmt.Errorf("%q is not a size (allowed: a whole number of bytes, or with a KiB, MiB or GiB suffix, e.g. 2GiB)", s)
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	return n * mult, nil
-}
-
-// FormatSize writes n with the largest unit that divides it exactly.
-func FormatSize(n int64) string {
-	for _, u := range sizeUnits {
-		if n != 0 && n%u.n == 0 {
-			return strconv.FormatInt(n/u.n, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
 // ParseDuration accepts a Go duration ("168h", "90m") or a whole number of days ("7d").
 func ParseDuration(s string) (time.Duration, error) {
 	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.TrimLeft(days, "0123456789") == "" {

@@ -6,13 +6,18 @@
 // report one import it, and every sentence that states a figure (a reason text, an `anet:`
 // answer, a flag's usage) is built from these values, never typed by hand.
 //
+// It also says how the operator writes a size (ParseSize, FormatSize: 2GiB, 512MiB), for the
+// configuration and anet-sandboxd's flags alike.
+//
 // The package imports only the standard library, so every binary (the daemon and both
 // helpers) links it without linking anything else.
 package limits
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -161,4 +166,41 @@ func Bytes(n int64) string {
 		return "1 byte"
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+// sizeUnits are the suffixes a size may carry, largest first so formatting picks the largest
+// exact one.
+var sizeUnits = []struct {
+	suffix string
+	n      int64
+}{{"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
+
+// ParseSize converts "2GiB", "512MiB", "64KiB" or a plain byte count to bytes. Decimal units
+// (GB, G) are refused rather than guessed, because 2G and 2GiB differ by 7%.
+func ParseSize(s string) (int64, error) {
+	num, mult := s, int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.n
+			break
+		}
+	}
+	if num == "" || strings.TrimLeft(num, "0123456789") != "" {
+		return 0, fmt.Errorf("%q is not a size (allowed: a whole number of bytes, or with a KiB, MiB or GiB suffix, e.g. 2GiB)", s)
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * mult, nil
+}
+
+// FormatSize writes n with the largest unit that divides it exactly.
+func FormatSize(n int64) string {
+	for _, u := range sizeUnits {
+		if n != 0 && n%u.n == 0 {
+			return strconv.FormatInt(n/u.n, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

@@ -130,3 +130,33 @@ func TestBytes(t *testing.T) {
 func units(micros int64) string {
 	return fmt.Sprintf("%d.%02d", micros/1_000_000, micros%1_000_000/10_000)
 }
+
+// TestSizes: how the operator writes a size (config fields, anet-sandboxd --memory/--disk).
+func TestSizes(t *testing.T) {
+	good := []struct {
+		in   string
+		want int64
+	}{
+		{"2GiB", 2 << 30}, {"16MiB", 16 << 20}, {"1KiB", 1024}, {"1048576", 1 << 20}, {"0", 0},
+		{"0GiB", 0}, {"8589934591GiB", 8589934591 << 30},
+	}
+	for _, g := range good {
+		t.Run(g.in, func(t *testing.T) {
+			if got, err := ParseSize(g.in); err != nil || got != g.want {
+				t.Fatalf("ParseSize(%q) = %d, %v, want %d", g.in, got, err, g.want)
+			}
+		})
+	}
+	for _, in := range []string{"2G", "2GB", "2gib", "1.5GiB", "-1", "-1GiB", "GiB", "", "2 GiB", "8589934592GiB", "99999999999999999999"} {
+		t.Run("bad "+in, func(t *testing.T) {
+			if got, err := ParseSize(in); err == nil {
+				t.Fatalf("ParseSize(%q) = %d, nil, want an error", in, got)
+			}
+		})
+	}
+	for _, n := range []int64{0, 1, 1023, 1024, 3 << 20, 2 << 30, 1<<30 + 1} {
+		if got, err := ParseSize(FormatSize(n)); err != nil || got != n {
+			t.Errorf("ParseSize(FormatSize(%d)) = %d, %v, want %d", n, got, err, n)
+		}
+	}
+}
