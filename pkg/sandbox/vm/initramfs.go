@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -12,13 +13,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/u-root/u-root/pkg/cpio"
 )
 
-// The initramfs is a newc cpio archive written with u-root's pkg/cpio: the library u-root
-// builds its own initramfs images with, so the record layout, padding and trailer the
-// kernel's unpacker expects are not re-implemented here.
+// The initramfs is a newc cpio archive (newc.go).
 
 // Paths inside the initramfs.
 const (
@@ -77,7 +74,7 @@ func writeInitramfs(w io.Writer, initBin string, libs map[string]string, k Guest
 	type file struct {
 		name, src string
 		data      []byte
-		perm      uint64
+		perm      uint32
 	}
 	files := []file{{name: GuestInit, src: initBin, perm: 0o755}}
 	for guest, host := range libs {
@@ -97,12 +94,12 @@ func writeInitramfs(w io.Writer, initBin string, libs map[string]string, k Guest
 			dirs[d] = true
 		}
 	}
-	var recs []cpio.Record
+	var entries []newcEntry
 	for _, d := range sortedKeys(dirs) { // a parent sorts before its children
-		recs = append(recs, cpio.Directory(d, 0o755))
+		entries = append(entries, newcEntry{name: d, mode: newcIFDIR | 0o755})
 	}
 	// The kernel opens /dev/console for init's stdio; without the node init has none.
-	recs = append(recs, cpio.CharDev("dev/console", 0o600, 5, 1))
+	entries = append(entries, newcEntry{name: "dev/console", mode: newcIFCHR | 0o600, rmajor: 5, rminor: 1})
 	var open []*os.File
 	defer func() {
 		for _, f := range open {
@@ -112,7 +109,7 @@ func writeInitramfs(w io.Writer, initBin string, libs map[string]string, k Guest
 	for _, f := range files {
 		name := strings.TrimPrefix(f.name, "/")
 		if f.src == "" {
-			recs = append(recs, cpio.StaticRecord(f.data, cpio.Info{Name: name, Mode: cpio.S_IFREG | f.perm}))
+			entries = append(entries, newcEntry{name: name, mode: newcIFREG | f.perm, size: int64(len(f.data)), data: bytes.NewReader(f.data)})
 			continue
 		}
 		fh, err := os.Open(f.src)
@@ -124,19 +121,9 @@ func writeInitramfs(w io.Writer, initBin string, libs map[string]string, k Guest
 		if err != nil {
 			return err
 		}
-		recs = append(recs, cpio.Record{ReaderAt: fh, Info: cpio.Info{Name: name, Mode: cpio.S_IFREG | f.perm, FileSize: uint64(fi.Size())}})
+		entries = append(entries, newcEntry{name: name, mode: newcIFREG | f.perm, size: fi.Size(), data: fh})
 	}
-	rw := cpio.Newc.Writer(w)
-	for i := range recs {
-		recs[i].Ino, recs[i].NLink = uint64(i+1), 1
-		if recs[i].Mode&cpio.S_IFMT == cpio.S_IFDIR {
-			recs[i].NLink = 2
-		}
-	}
-	if err := cpio.WriteRecords(rw, recs); err != nil {
-		return err
-	}
-	return cpio.WriteTrailer(rw)
+	return writeNewc(w, entries)
 }
 
 // libDirs are searched for DT_NEEDED libraries, as the dynamic loader's default path does on
