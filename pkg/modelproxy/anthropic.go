@@ -52,7 +52,7 @@ func (e *Engine) anthropicBody(api API, o object, betas map[string]bool, n *note
 		return r
 	}
 	if api == AnthropicMessages {
-		if r := capTokens(o, "max_tokens", "max_tokens", e.cap, true, n); r != nil {
+		if r := e.capTokens(o, "max_tokens", "max_tokens", true, n); r != nil {
 			return r
 		}
 		if r := e.anthropicFallbacks(o, n); r != nil {
@@ -118,7 +118,7 @@ func (e *Engine) anthropicFallbacks(o object, n *notes) *Refusal {
 			n.add("fallbacks[%d].model %q→%q", i, reasons.Clip(m, 60), e.pinned.ID)
 		}
 		fo["model"] = e.pinned.ID
-		if r := capTokens(fo, "max_tokens", fmt.Sprintf("fallbacks[%d].max_tokens", i), e.cap, true, n); r != nil {
+		if r := e.capTokens(fo, "max_tokens", fmt.Sprintf("fallbacks[%d].max_tokens", i), true, n); r != nil {
 			return r
 		}
 	}
@@ -254,7 +254,7 @@ func (e *Engine) anthropicTools(o object, betas map[string]bool, n *notes) *Refu
 		// A tool naming its own model (e.g. an advisor) is pinned and capped like the request.
 		if _, ok := to["model"]; ok {
 			to["model"] = e.pinned.ID
-			if r := capTokens(to, "max_tokens", fmt.Sprintf("tools[%d].max_tokens", i), e.cap, false, n); r != nil {
+			if r := e.capTokens(to, "max_tokens", fmt.Sprintf("tools[%d].max_tokens", i), false, n); r != nil {
 				return r
 			}
 		}

@@ -180,14 +180,15 @@ type notes []string
 
 func (n *notes) add(format string, args ...any) { *n = append(*n, fmt.Sprintf(format, args...)) }
 
-// capTokens caps field key of o at max and sets it when missing (E3). A non-integer or
-// non-positive value is refused: the upstream would refuse it too, and a cap cannot apply.
-func capTokens(o object, key, path string, max int64, setMissing bool, n *notes) *Refusal {
+// capTokens caps field key of o at the engine's cap and sets it when missing (E3). A
+// non-integer or non-positive value is refused: the upstream would refuse it too, and a cap
+// cannot apply.
+func (e *Engine) capTokens(o object, key, path string, setMissing bool, n *notes) *Refusal {
 	v, present := o[key]
 	if !present || v == nil {
 		if setMissing {
-			o[key] = json.Number(strconv.FormatInt(max, 10))
-			*n = append(*n, path+" set to "+strconv.FormatInt(max, 10))
+			o[key] = e.capNum
+			*n = append(*n, path+" set to "+string(e.capNum))
 		}
 		return nil
 	}
@@ -195,11 +196,22 @@ func capTokens(o object, key, path string, max int64, setMissing bool, n *notes)
 	if !ok || i < 1 {
 		return refuse(FieldInvalid, "%s must be a positive integer", path)
 	}
-	if i > max {
-		o[key] = json.Number(strconv.FormatInt(max, 10))
-		*n = append(*n, path+" capped "+strconv.FormatInt(i, 10)+"→"+strconv.FormatInt(max, 10))
+	if i > e.cap {
+		o[key] = e.capNum
+		*n = append(*n, path+" capped "+string(v.(json.Number))+"→"+string(e.capNum))
 	}
 	return nil
+}
+
+// quote is strconv.Quote, without its rune-by-rune pass for the common string that is
+// printable ASCII without a quote or a backslash (which it returns as it is, in quotes).
+func quote(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return strconv.Quote(s)
+		}
+	}
+	return `"` + s + `"`
 }
 
 // indexPath is path[i], the name a refusal or a note gives an array's item. It is built for

@@ -1,6 +1,7 @@
 package modelproxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -17,6 +18,10 @@ type Engine struct {
 	up     Upstream
 	pinned Pinned
 	cap    int64
+	// capNum and pinnedQ are cap as a JSON number and the pinned id quoted (%q), made once:
+	// nearly every request gets both written into its body or its notes.
+	capNum  json.Number
+	pinnedQ string
 }
 
 // NewEngine builds the engine for up, pinning every request to configured (an id or alias,
@@ -30,7 +35,7 @@ func NewEngine(up Upstream, configured string, cat *Catalog) (*Engine, error) {
 	if p.Known && p.Model.MaxOutputTokens > 0 && int64(p.Model.MaxOutputTokens) < c {
 		c = int64(p.Model.MaxOutputTokens)
 	}
-	return &Engine{up: up, pinned: p, cap: c}, nil
+	return &Engine{up: up, pinned: p, cap: c, capNum: json.Number(strconv.FormatInt(c, 10)), pinnedQ: strconv.Quote(p.ID)}, nil
 }
 
 // Model returns the pinned model id.
@@ -176,8 +181,9 @@ func (e *Engine) topLevel(o object, allowed map[string]bool, n *notes) *Refusal 
 		return refuse(FieldNotAllowed, "%s", reasons.Clip(k, 60))
 	}
 	if m, _ := o["model"].(string); m != e.pinned.ID {
-		// The one note nearly every request gets: built without fmt (%q is strconv.Quote).
-		*n = append(*n, "model "+strconv.Quote(reasons.Clip(m, 60))+"→"+strconv.Quote(e.pinned.ID))
+		// The one note nearly every request gets: built without fmt, the pinned side quoted
+		// once per engine.
+		*n = append(*n, "model "+quote(reasons.Clip(m, 60))+"→"+e.pinnedQ)
 	}
 	o["model"] = e.pinned.ID
 	return nil

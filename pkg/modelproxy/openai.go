@@ -86,11 +86,11 @@ func (e *Engine) openAIBody(api API, o object, n *notes) *Refusal {
 		return e.chatBody(o, n)
 	case OpenAICompact:
 		// Assumption: compact has no output-token field of its own; one sent is capped.
-		if r := capTokens(o, "max_output_tokens", "max_output_tokens", e.cap, false, n); r != nil {
+		if r := e.capTokens(o, "max_output_tokens", "max_output_tokens", false, n); r != nil {
 			return r
 		}
 	default:
-		if r := capTokens(o, "max_output_tokens", "max_output_tokens", e.cap, true, n); r != nil {
+		if r := e.capTokens(o, "max_output_tokens", "max_output_tokens", true, n); r != nil {
 			return r
 		}
 	}
@@ -104,7 +104,7 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 	_, hasMax := o["max_tokens"]
 	_, hasMaxC := o["max_completion_tokens"]
 	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
-		if r := capTokens(o, k, k, e.cap, false, n); r != nil {
+		if r := e.capTokens(o, k, k, false, n); r != nil {
 			return r
 		}
 	}
