@@ -311,15 +311,28 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 	return api, nil, d.Notes, n
 }
 
-// readBody reads at most max bytes of r's body, in one allocation when the length is known.
+// readBody reads at most max bytes of r's body, in one allocation when the length is known:
+// straight into a buffer of that length and one byte more (bytes.Buffer.ReadFrom would grow it
+// to 512 bytes first, and again before each read). A body longer than announced fills it and
+// is read on, up to max, as one of unknown length.
 func readBody(r *http.Request, max int64) ([]byte, error) {
-	if n := r.ContentLength; n >= 0 && n < max {
-		b := make([]byte, 0, n+1) // +1: a body longer than announced still ends the read at EOF
-		buf := bytes.NewBuffer(b)
-		_, err := buf.ReadFrom(io.LimitReader(r.Body, max))
-		return buf.Bytes(), err
+	n := r.ContentLength
+	if n < 0 || n >= max {
+		return io.ReadAll(io.LimitReader(r.Body, max))
 	}
-	return io.ReadAll(io.LimitReader(r.Body, max))
+	b := make([]byte, 0, n+1)
+	for len(b) < cap(b) {
+		m, err := r.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	rest, err := io.ReadAll(io.LimitReader(r.Body, max-int64(len(b))))
+	return append(b, rest...), err
 }
 
 // copyBuffers lends the response copy its 32 KiB buffer; without it every request allocates
