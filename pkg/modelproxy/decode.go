@@ -39,24 +39,9 @@ type parser struct {
 	b []byte
 	// s, when set, is b as a string: a string without escapes, and a number, is cut from it
 	// rather than copied out of b.
-	s   string
-	i   int
-	dup bool // some object had a key twice (the last is kept)
+	s string
+	i int
 }
-
-// answerNames are the names a JSON answer's top level and usage hold: fastUsage reads every
-// one of them (it skips the values it does not need, but not their names).
-var answerNames = func() map[string]string {
-	m := map[string]string{}
-	for _, n := range append([]string{"id", "type", "role", "model", "content", "stop_reason", "stop_sequence",
-		"stop_details", "usage", "container", "context_management", "object", "created", "created_at", "status",
-		"output", "choices", "system_fingerprint", "service_tier", "error", "incomplete_details", "total_tokens",
-		"cache_creation", "ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens", "server_tool_use",
-		"web_search_requests", "inference_geo"}, usageFields...) {
-		m[n] = n
-	}
-	return m
-}()
 
 // text is b[i:j] as a string.
 func (p *parser) text(i, j int) string {
@@ -131,10 +116,7 @@ func (p *parser) object(depth int) (object, bool) {
 		if !ok {
 			return nil, false
 		}
-		if _, seen := o[k]; seen {
-			p.dup = true
-		}
-		o[k] = v
+		o[k] = v // a duplicated key: the last is kept, as encoding/json keeps it
 		if more, ok := p.sep('}'); !ok || !more {
 			return o, ok
 		}
@@ -234,12 +216,6 @@ func (p *parser) str() (string, bool) {
 		c := p.b[j]
 		if c == '"' {
 			p.i = j + 1
-			if p.s == "" {
-				// Looking a name up does not allocate; making it a string would.
-				if k, ok := answerNames[string(p.b[start:j])]; ok {
-					return k, true
-				}
-			}
 			return p.text(start, j), true
 		}
 		switch {

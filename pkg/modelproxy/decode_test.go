@@ -81,6 +81,21 @@ func TestFastUsageAgreesWithEncodingJSON(t *testing.T) {
 		`{"usage":{"input_tokens_details":{"cached_tokens":1},"input_tokens_details":{"reasoning_tokens":2}}}`,
 		`{"a":[1,{"b":"\x"}],"usage":{"input_tokens":1}}`,
 		`{"id":"msg_1","service_tier":"standard","usage":{"input_tokens":2,"service_tier":"standard","cache_creation":{"ephemeral_5m_input_tokens":1},"output_tokens":3}}`, `{"a":01,"usage":{"input_tokens":1}}`, "{\"a\":\"\x01\",\"usage\":{}}",
+		// Hostile answers: a key twice deep in a field the usage does not read, names escaped,
+		// folded by Unicode (the Kelvin sign and the long s fold to k and s) or not UTF-8,
+		// counts at and past int64, deep nesting.
+		`{"usage":{"input_tokens":3,"cache_creation":{"a":1,"a":{"b":2,"b":3}},"output_tokens":4}}`,
+		`{"usage":{"input\u005ftokens":5,"output_tokens":1}}`, `{"usage":{"input_tokens":5,"input\u005ftokens":6}}`,
+		`{"usage":{"input_to\u212aens":5,"output_tokens":1}}`, "{\"usage\":{\"input_to\xe2\x84\xaaens\":5}}",
+		`{"u\u017fage":{"input_tokens":5},"usage":{"output_tokens":1}}`, "{\"u\xc5\xbfage\":{\"input_tokens\":5}}",
+		"{\"content\":\"\xff\xfe\",\"\xffusage\":1,\"usage\":{\"input_tokens\":1,\"output_tokens\":2}}",
+		"{\"usage\":{\"input_tokens\":1,\"\xff\":2,\"output_tokens_details\":{\"reasoning_tokens\":3,\"\xfe\":4}}}",
+		`{"usage":{"input_tokens":9223372036854775807,"output_tokens":-9223372036854775808}}`,
+		`{"usage":{"input_tokens":9223372036854775808}}`, `{"usage":{"input_tokens":-0,"output_tokens":0}}`,
+		`{"usage":{"input_tokens_details":null,"input_tokens_details":{"cached_tokens":1}}}`,
+		`{"content":` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `,"usage":{"input_tokens":1}}`,
+		`{"usage":{"input_tokens":1,"x":` + strings.Repeat(`{"a":`, 1100) + `1` + strings.Repeat("}", 1100) + `}}`,
+		`{"usage":{"input_tokens":1,"x":` + strings.Repeat(`[`, 900) + strings.Repeat("]", 900) + `}}`,
 	}
 	check := func(b string) {
 		t.Helper()

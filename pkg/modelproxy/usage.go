@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"anet.dev/anet/pkg/money"
 )
@@ -186,11 +187,12 @@ func stdUsage(b []byte) *wireUsage {
 	return v.Usage
 }
 
-// fastUsage reads the usage of a JSON answer in one pass that builds only the usage object
-// (the answer's content is checked and skipped). ok is false whenever it cannot be sure to
-// read what stdUsage reads — not a well-formed object, a key twice (encoding/json merges
-// duplicated objects into one struct), a key that matches a field only in case, a count that
-// is not a plain integer — and stdUsage then decides.
+// fastUsage reads the usage of a JSON answer in one pass that builds only the usage (the
+// answer's content is checked and skipped, the counts go straight into a wireUsage). ok is
+// false whenever it cannot be sure to read what stdUsage reads — not a well-formed object, a
+// usage field twice (encoding/json merges duplicated objects into one struct), a key that
+// matches a field only in case, a count that is not a plain integer — and stdUsage then
+// decides.
 func fastUsage(b []byte) (*wireUsage, bool) {
 	p := parser{b: b}
 	p.ws()
@@ -198,21 +200,21 @@ func fastUsage(b []byte) (*wireUsage, bool) {
 		return nil, false
 	}
 	p.i++
-	var usage any
+	var usage *wireUsage
 	seen := false
 	if !p.closes('}') {
 		for {
-			k, ok := p.key()
+			k, ok := p.rawKey()
 			if !ok {
 				return nil, false
 			}
 			switch {
-			case k == "usage" && !seen:
+			case string(k) == "usage" && !seen:
 				seen = true
-				if usage, ok = p.value(1); !ok {
+				if usage, ok = p.usageObject(); !ok {
 					return nil, false
 				}
-			case strings.EqualFold(k, "usage"):
+			case bytes.EqualFold(k, []byte("usage")):
 				return nil, false
 			default:
 				if !p.skip(1) {
@@ -229,52 +231,157 @@ func fastUsage(b []byte) (*wireUsage, bool) {
 		}
 	}
 	p.ws()
-	if p.i != len(p.b) || p.dup {
+	if p.i != len(p.b) {
 		return nil, false
 	}
-	switch uo := usage.(type) {
-	case nil:
-		return nil, true
-	case object:
-		return usageOf(uo)
-	}
-	return nil, false
+	return usage, true
 }
 
-// usageOf reads the counts of a decoded usage object, as encoding/json fills wireUsage.
-func usageOf(uo object) (*wireUsage, bool) {
-	w := &wireUsage{}
-	for k, v := range uo {
-		var ok bool
-		switch k {
-		case "input_tokens":
-			ok = fastCount(v, &w.InputTokens)
-		case "output_tokens":
-			ok = fastCount(v, &w.OutputTokens)
-		case "cache_creation_input_tokens":
-			ok = fastCount(v, &w.CacheCreation)
-		case "cache_read_input_tokens":
-			ok = fastCount(v, &w.CacheRead)
-		case "prompt_tokens":
-			ok = fastCount(v, &w.PromptTokens)
-		case "completion_tokens":
-			ok = fastCount(v, &w.CompletionTokens)
-		case "input_tokens_details":
-			ok = fastDetails(v, &w.InputDetails)
-		case "output_tokens_details":
-			ok = fastDetails(v, &w.OutputDetails)
-		case "prompt_tokens_details":
-			ok = fastDetails(v, &w.PromptDetails)
-		case "completion_tokens_details":
-			ok = fastDetails(v, &w.CompletionDetails)
-		default:
-			ok = !foldsToUsageField(k)
-		}
+// rawKey reads a member's name and its colon, as key does, but returns the name's bytes in
+// place, without making a string of them; a name with escapes or non-ASCII bytes is decoded.
+func (p *parser) rawKey() ([]byte, bool) {
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return nil, false
+	}
+	start := p.i + 1
+	j := start
+	for j < len(p.b) && p.b[j] != '"' && p.b[j] != '\\' && p.b[j] >= 0x20 && p.b[j] < utf8.RuneSelf {
+		j++
+	}
+	var k []byte
+	if j < len(p.b) && p.b[j] == '"' {
+		k, p.i = p.b[start:j], j+1
+	} else {
+		s, ok := p.str()
 		if !ok {
 			return nil, false
 		}
+		k = []byte(s)
+	}
+	p.ws()
+	if p.i >= len(p.b) || p.b[p.i] != ':' {
+		return nil, false
+	}
+	p.i++
+	return k, true
+}
+
+// usageObject reads a usage value (null or an object) as encoding/json fills a *wireUsage;
+// ok is false for anything it leaves to encoding/json (see fastUsage).
+func (p *parser) usageObject() (*wireUsage, bool) {
+	w := &wireUsage{}
+	null, ok := p.members(1, func(k []byte) bool {
+		switch string(k) {
+		case "input_tokens":
+			return p.count(&w.InputTokens)
+		case "output_tokens":
+			return p.count(&w.OutputTokens)
+		case "cache_creation_input_tokens":
+			return p.count(&w.CacheCreation)
+		case "cache_read_input_tokens":
+			return p.count(&w.CacheRead)
+		case "prompt_tokens":
+			return p.count(&w.PromptTokens)
+		case "completion_tokens":
+			return p.count(&w.CompletionTokens)
+		case "input_tokens_details":
+			return p.details(&w.InputDetails)
+		case "output_tokens_details":
+			return p.details(&w.OutputDetails)
+		case "prompt_tokens_details":
+			return p.details(&w.PromptDetails)
+		case "completion_tokens_details":
+			return p.details(&w.CompletionDetails)
+		}
+		return !foldsToUsageField(string(k)) && p.skip(2)
+	})
+	if !ok || null {
+		return nil, ok
 	}
 	return w, true
+}
+
+// details reads a token-details value (null or an object) into *dst.
+func (p *parser) details(dst **tokenDetails) bool {
+	d := &tokenDetails{}
+	null, ok := p.members(2, func(k []byte) bool {
+		switch string(k) {
+		case "cached_tokens":
+			return p.count(&d.Cached)
+		case "reasoning_tokens":
+			return p.count(&d.Reasoning)
+		}
+		return !foldsToUsageField(string(k)) && p.skip(3)
+	})
+	switch {
+	case !ok:
+		return false
+	case null:
+		*dst = nil
+	default:
+		*dst = d
+	}
+	return true
+}
+
+// members reads null, or an object whose members member reads from their values on. A name
+// seen twice is left to encoding/json, so that no field is ever set twice here.
+func (p *parser) members(depth int, member func(k []byte) bool) (null, ok bool) {
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == 'n' {
+		return true, p.literal("null")
+	}
+	if p.i >= len(p.b) || p.b[p.i] != '{' || depth > fastDepth {
+		return false, false
+	}
+	p.i++
+	if p.closes('}') {
+		return false, true
+	}
+	var small [12][]byte
+	names := small[:0]
+	for {
+		k, ok := p.rawKey()
+		if !ok {
+			return false, false
+		}
+		for _, n := range names {
+			if bytes.Equal(n, k) {
+				return false, false
+			}
+		}
+		names = append(names, k)
+		if !member(k) {
+			return false, false
+		}
+		more, ok := p.sep('}')
+		if !ok || !more {
+			return false, ok
+		}
+	}
+}
+
+// count reads an integer, or null, into *dst, as encoding/json fills an *int64.
+func (p *parser) count(dst **int64) bool {
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == 'n' {
+		*dst = nil
+		return p.literal("null")
+	}
+	if p.i >= len(p.b) || (p.b[p.i] != '-' && (p.b[p.i] < '0' || p.b[p.i] > '9')) {
+		return false
+	}
+	n, ok := p.number()
+	if !ok {
+		return false
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return false
+	}
+	*dst = &i
+	return true
 }
 
 // usageFields are the JSON names of wireUsage and tokenDetails; encoding/json matches them
@@ -288,50 +395,6 @@ func foldsToUsageField(k string) bool {
 		if strings.EqualFold(k, f) {
 			return true
 		}
-	}
-	return false
-}
-
-// fastCount sets *dst from an integer, or to nil from null, as encoding/json does.
-func fastCount(v any, dst **int64) bool {
-	switch x := v.(type) {
-	case nil:
-		*dst = nil
-		return true
-	case json.Number:
-		i, err := x.Int64()
-		if err != nil {
-			return false
-		}
-		*dst = &i
-		return true
-	}
-	return false
-}
-
-func fastDetails(v any, dst **tokenDetails) bool {
-	switch x := v.(type) {
-	case nil:
-		*dst = nil
-		return true
-	case object:
-		d := &tokenDetails{}
-		for k, v := range x {
-			var ok bool
-			switch k {
-			case "cached_tokens":
-				ok = fastCount(v, &d.Cached)
-			case "reasoning_tokens":
-				ok = fastCount(v, &d.Reasoning)
-			default:
-				ok = !foldsToUsageField(k)
-			}
-			if !ok {
-				return false
-			}
-		}
-		*dst = d
-		return true
 	}
 	return false
 }
