@@ -40,6 +40,9 @@ var anthropicBlocks = map[string]bool{
 	"thinking": true, "redacted_thinking": true, "search_result": true,
 }
 
+// Blocks allowed inside search_result.content.
+var searchResultBlocks = map[string]bool{"text": true}
+
 // Blocks allowed inside tool_result.content.
 var anthropicToolResultBlocks = map[string]bool{"text": true, "image": true, "document": true, "search_result": true}
 
@@ -307,8 +310,10 @@ func anthropicMessages(o object) *Refusal {
 		if !ok {
 			return refuse(FieldInvalid, "messages[%d] must be an object", i)
 		}
-		if r := anthropicContent(mo["content"], indexPath("messages", i)+".content", anthropicBlocks); r != nil {
-			return r
+		if c := mo["content"]; !plainContent(c) {
+			if r := anthropicContent(c, contentPath("messages", i), anthropicBlocks); r != nil {
+				return r
+			}
 		}
 	}
 	return nil
@@ -320,9 +325,10 @@ func anthropicContent(v any, path string, allowed map[string]bool) *Refusal {
 	return contentParts(v, path, allowed, anthropicBlock)
 }
 
-func anthropicBlock(typ string, b object, path string) *Refusal {
+func anthropicBlock(typ string, b object, list string, i int) *Refusal {
 	switch typ {
 	case "image", "document":
+		path := indexPath(list, i)
 		src, ok := b["source"].(object)
 		if !ok {
 			return refuse(FieldInvalid, "%s.source must be an object", path)
@@ -336,9 +342,13 @@ func anthropicBlock(typ string, b object, path string) *Refusal {
 		}
 		return refuse(MediaRefused, "%s.source.type %q", path, reasons.Clip(st, 30))
 	case "tool_result":
-		return anthropicContent(b["content"], path+".content", anthropicToolResultBlocks)
+		if c := b["content"]; !plainContent(c) {
+			return anthropicContent(c, contentPath(list, i), anthropicToolResultBlocks)
+		}
 	case "search_result":
-		return anthropicContent(b["content"], path+".content", map[string]bool{"text": true})
+		if c := b["content"]; !plainContent(c) {
+			return anthropicContent(c, contentPath(list, i), searchResultBlocks)
+		}
 	}
 	return nil
 }

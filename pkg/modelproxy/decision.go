@@ -214,35 +214,48 @@ func quote(s string) string {
 	return `"` + s + `"`
 }
 
-// indexPath is path[i], the name a refusal or a note gives an array's item. It is built for
-// every item a rule checks, so without fmt: a long conversation has thousands of blocks.
+// indexPath is path[i], the name a refusal or a note gives an array's item. Built without
+// fmt, and only when it is needed: a long conversation has thousands of blocks.
 func indexPath(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
+// contentPath is path[i].content, the content of a message, in one allocation.
+func contentPath(path string, i int) string { return path + "[" + strconv.Itoa(i) + "].content" }
+
 // contentParts checks a content value of any API: absent, a string, or an array of objects
-// whose type is on allowed (anything else is a refused block, E4), each then checked by rule
-// with its path.
-func contentParts(v any, path string, allowed map[string]bool, rule func(typ string, p object, path string) *Refusal) *Refusal {
+// whose type is on allowed (anything else is a refused block, E4), each then checked by rule,
+// which is given path and the item's index (the item's path is indexPath(path, i), made only
+// by a rule that names it).
+func contentParts(v any, path string, allowed map[string]bool, rule func(typ string, p object, path string, i int) *Refusal) *Refusal {
 	switch c := v.(type) {
 	case nil, string:
 		return nil
 	case []any:
 		for j, p := range c {
-			pp := indexPath(path, j)
 			po, ok := p.(object)
 			if !ok {
-				return refuse(FieldInvalid, "%s must be an object", pp)
+				return refuse(FieldInvalid, "%s must be an object", indexPath(path, j))
 			}
 			typ, _ := po["type"].(string)
 			if !allowed[typ] {
-				return refuse(BlockRefused, "%s.type %q", pp, reasons.Clip(typ, 60))
+				return refuse(BlockRefused, "%s.type %q", indexPath(path, j), reasons.Clip(typ, 60))
 			}
-			if r := rule(typ, po, pp); r != nil {
+			if r := rule(typ, po, path, j); r != nil {
 				return r
 			}
 		}
 		return nil
 	}
 	return refuse(FieldInvalid, "%s must be a string or an array", path)
+}
+
+// plainContent reports whether a content value is absent or a string: nothing in it to check,
+// and no path to make for it.
+func plainContent(v any) bool {
+	switch v.(type) {
+	case nil, string:
+		return true
+	}
+	return false
 }
 
 func isTruthy(v any) bool {

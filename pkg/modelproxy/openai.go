@@ -153,8 +153,10 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 		if !ok {
 			return refuse(FieldInvalid, "messages[%d] must be an object", i)
 		}
-		if r := contentParts(mo["content"], indexPath("messages", i)+".content", chatParts, chatPart); r != nil {
-			return r
+		if c := mo["content"]; !plainContent(c) {
+			if r := contentParts(c, contentPath("messages", i), chatParts, chatPart); r != nil {
+				return r
+			}
 		}
 		if tcs, ok := mo["tool_calls"].([]any); ok {
 			for j, tc := range tcs {
@@ -170,18 +172,18 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 }
 
 // chatPart refuses media by URL or provider file id in a chat content part (E5).
-func chatPart(typ string, p object, path string) *Refusal {
+func chatPart(typ string, p object, list string, i int) *Refusal {
 	switch typ {
 	case "image_url":
 		iu, _ := p["image_url"].(object)
 		u, _ := iu["url"].(string)
 		if !isDataURL(u) {
-			return refuse(MediaRefused, "%s.image_url.url", path)
+			return refuse(MediaRefused, "%s.image_url.url", indexPath(list, i))
 		}
 	case "file":
 		f, _ := p["file"].(object)
 		if _, ok := f["file_id"]; ok || f["file_data"] == nil {
-			return refuse(MediaRefused, "%s.file", path)
+			return refuse(MediaRefused, "%s.file", indexPath(list, i))
 		}
 	}
 	return nil
@@ -270,7 +272,9 @@ func responsesInput(v any) *Refusal {
 }
 
 func responsesContent(v any, path string) *Refusal {
-	return contentParts(v, path, responsesParts, func(_ string, p object, pp string) *Refusal { return responsesPart(p, pp) })
+	return contentParts(v, path, responsesParts, func(_ string, p object, list string, i int) *Refusal {
+		return responsesPart(p, indexPath(list, i))
+	})
 }
 
 // responsesPart refuses media by URL or provider file id (E5); data: URLs and file_data pass.
