@@ -82,7 +82,7 @@ SMOKESCREEN              := github.com/stripe/smokescreen@v0.1.0
 bench-compare: build
 	SRT_VERSION=$(SRT_VERSION) PORTKEY_VERSION=$(PORTKEY_VERSION) HONO_NODE_SERVER_VERSION=$(HONO_NODE_SERVER_VERSION) \
 	  SMOKESCREEN=$(SMOKESCREEN) GO=$(GO) ./internal/benchcompare/install-anchors.sh $(BENCH_CACHE)
-	$(GO) run -tags $(TESTTAGS) ./internal/benchcompare -anchors $(BENCH_CACHE) -bin $(BIN)
+	GO=$(GO) $(GO) run -tags $(TESTTAGS) ./internal/benchcompare -anchors $(BENCH_CACHE) -bin $(BIN)
 
 clean:
 	rm -rf $(BIN) $(DIST)

@@ -21,6 +21,8 @@ type metric struct {
 	Ratio   float64 `json:"ratio,omitempty"`
 	Aim     string  `json:"aim"`
 	Met     bool    `json:"met"`
+	// Info marks a line that has no aim of its own (a floor shown for comparison).
+	Info bool `json:"info,omitempty"`
 }
 
 type anchor struct {
@@ -50,7 +52,10 @@ func (r *report) print(w io.Writer) {
 			ratio = fmt.Sprintf("%.2f× %s", m.Ratio, m.RatioTo)
 		}
 		met := "no"
-		if m.Met {
+		switch {
+		case m.Info:
+			met = "—"
+		case m.Met:
 			met = "yes"
 		}
 		anchors := strings.Join(as, ", ")
