@@ -20,15 +20,30 @@ TESTTAGS := anettest
 # Integration tests run the real binaries as an unprivileged user; give them room.
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build run test unit integration lint bench bench-compare clean demo dist-darwin macos-check
+.PHONY: all build run test unit integration lint bench bench-compare clean demo dist-darwin macos-check deps fuzz fuzz-smoke first-build-note
 
 all: build
+
+# make deps installs what the README's commands need from the host (scripts/deps.sh): as root on
+# Debian or Ubuntu with apt-get, otherwise it prints the one sudo command. make demo, make run
+# and make test check first and install only when something is missing. DEPS=run installs the
+# smaller set that make run and make demo need.
+DEPS ?= test
+deps:
+	@bash scripts/deps.sh install $(DEPS)
+
+# The first build of a fresh clone downloads the Go modules and compiles everything: say so
+# before a few quiet minutes.
+first-build-note:
+	@test -x $(BIN)/anetd -a -x $(BIN)/anet || echo "Building the node (bin/). The first build downloads the Go modules and takes a few minutes; later ones take seconds."
 
 build:
 	@mkdir -p $(BIN)
 	$(BUILDENV) $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS)) $(RUNINIT)
 
-run: build
+run: first-build-note
+	@bash scripts/deps.sh ensure run
+	@$(MAKE) --no-print-directory build
 	./$(BIN)/anetd
 
 # The tree builds and vets for every platform the node targets (O1): Linux, where bwrap is
@@ -44,6 +59,8 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64
 # the stand-in, which listens on a unix socket; bin/demo is never installed.
 DEMOBIN := $(BIN)/demo
 demo:
+	@bash scripts/deps.sh ensure demo
+	@test -x $(DEMOBIN)/anet-demo || echo "Building the demo (bin/demo). The first build downloads the Go modules and takes a few minutes; later ones take seconds."
 	@mkdir -p $(DEMOBIN)
 	$(GO) build -trimpath -tags $(TESTTAGS) -o $(DEMOBIN)/ ./cmd/anetd ./cmd/anet-egress
 	$(BUILDENV) $(GO) build $(BUILDFLAGS) -o $(DEMOBIN)/ ./cmd/anet ./cmd/anet-sandboxd ./cmd/anet-demo $(RUNINIT)
@@ -65,7 +82,23 @@ unit:
 integration: build
 	$(GO) test $(TESTFLAGS) -tags $(TESTTAGS) ./integration/...
 
-test: lint build unit integration
+test: test-deps lint build unit integration fuzz-smoke
+
+.PHONY: test-deps
+test-deps:
+	@bash scripts/deps.sh ensure test
+
+# Every native fuzz target (scripts/fuzz.sh), one after the other. make test runs each for a
+# few seconds (its seeds, then a short search); make fuzz is a campaign: FUZZTIME per target,
+# FUZZ to pick targets by name (make fuzz FUZZ=Hello FUZZTIME=10m).
+FUZZTIME ?= 10m
+FUZZ     ?= .
+fuzz:
+	FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
+
+fuzz-smoke:
+	FUZZTIME=$(FUZZSMOKETIME) GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
+FUZZSMOKETIME ?= 3s
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -tags $(TESTTAGS) ./...

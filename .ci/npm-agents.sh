@@ -6,6 +6,8 @@
 #
 #   ANET_TEST_AGENTS_DIR  the prefix (default /opt/anet-test-agents); the tests read the same
 #                         variable. CLIs end up in $ANET_TEST_AGENTS_DIR/bin.
+#
+#   --check               install nothing: exit 0 when the pinned versions are there, else 1.
 set -euo pipefail
 
 prefix="${ANET_TEST_AGENTS_DIR:-/opt/anet-test-agents}"
@@ -29,6 +31,11 @@ for spec in "${pkgs[@]}"; do
   name="${spec%@*}" want="${spec##*@}"
   [[ "$(installed_version "$name")" == "$want" ]] || missing+=("$spec")
 done
+
+if [[ "${1:-}" == --check ]]; then
+  ((${#missing[@]} == 0))
+  exit
+fi
 
 if ((${#missing[@]})); then
   umask 022

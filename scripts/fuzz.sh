@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every native Go fuzz target of the tree, one after the other, for FUZZTIME each
+# (README "Fuzzing"). make test runs it for a few seconds a target, so that a target that no
+# longer builds or whose seeds fail is caught; make fuzz runs a campaign with a longer FUZZTIME.
+# A new crasher is written by go test under the package's testdata/fuzz/FuzzName/: commit it
+# as a seed with its fix. One line per target: package, target, execs and the rate go reported.
+#
+#   FUZZTIME   per target (default 5s); go test's form: 10m, 30s, or 100000x
+#   FUZZ       only the targets whose name matches this extended regexp (default: all)
+#   GO, TESTTAGS as in the Makefile
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-5s}
+FUZZ=${FUZZ:-.}
+TESTTAGS=${TESTTAGS:-anettest}
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Targets in files for other platforms do not build here; every other one must fuzz.
+mapfile -t targets < <(git ls-files '*_test.go' | grep -Ev '_(darwin|freebsd|bsd|windows)_test\.go$' |
+  xargs grep -HoE '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' |
+  sed -E 's#^(.*)/[^/]*:func (Fuzz[A-Za-z0-9_]+)\(.*#\1 \2#' | grep -E " .*($FUZZ)" | sort -u)
+if ((${#targets[@]} == 0)); then
+  echo "fuzz: no target matches $FUZZ" >&2
+  exit 1
+fi
+echo "fuzz: ${#targets[@]} targets, $FUZZTIME each"
+failed=0
+for t in "${targets[@]}"; do
+  dir=${t% *} name=${t#* }
+  if ! $GO test -tags "$TESTTAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -parallel "${FUZZPARALLEL:-2}" "./$dir" >"$log" 2>&1; then
+    echo "FAIL $dir $name"
+    cat "$log"
+    failed=1
+    continue
+  fi
+  if grep -q 'no fuzz tests to fuzz\|no tests to run' "$log"; then
+    echo "FAIL $dir $name: go test found no such target to fuzz"
+    failed=1
+    continue
+  fi
+  rate=$(grep -oE 'execs: [0-9]+ \([0-9]+/sec\)' "$log" | tail -n 1)
+  echo "ok   $dir $name ${rate:-(no progress line)}"
+done
+exit $failed
