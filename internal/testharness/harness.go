@@ -6,6 +6,11 @@
 // user, a delegated cgroup subtree), builds the binaries the tests need, and re-executes the
 // test binary as that user. As an ordinary user it builds the binaries and runs the tests
 // directly. The product itself never runs anything here as root.
+//
+// A fuzzing run (go test -fuzz, and the workers it starts) stays the invoking user: the go
+// command's fuzz cache lives in that user's home, and a crasher must be written to the
+// package's own testdata/fuzz, not to the copy the unprivileged side runs in. Fuzz targets
+// parse bytes and need neither the user nor the cgroup.
 package testharness
 
 import (
@@ -93,7 +98,7 @@ func run(m *testing.M, o Options) int {
 		fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
 		return 2
 	}
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 || fuzzing(os.Args[1:]) {
 		os.Setenv(envBinDir, binDir)
 		os.Setenv(envModRoot, root)
 		return m.Run()
@@ -104,6 +109,16 @@ func run(m *testing.M, o Options) int {
 		return 2
 	}
 	return code
+}
+
+// fuzzing reports a test binary started by go test -fuzz: the coordinator or a worker.
+func fuzzing(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-test.fuzz=") || strings.HasPrefix(a, "-test.fuzzworker") {
+			return true
+		}
+	}
+	return false
 }
 
 // BinDir is where the requested programs were built.

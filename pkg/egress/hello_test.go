@@ -19,7 +19,7 @@ type helloCase struct {
 }
 
 // capHello returns a hand-made hello for pypi.org whose records total exactly size bytes.
-func capHello(t *testing.T, size int) []byte {
+func capHello(t testing.TB, size int) []byte {
 	t.Helper()
 	base := len(helloMsg(sniExt("pypi.org"), ext{0x0015, nil}))
 	for pad := size - base - 64; pad < size; pad++ {
@@ -37,7 +37,7 @@ func capHello(t *testing.T, size int) []byte {
 
 // helloCases are the H6 attacks and controls, shared by the parser test and the
 // end-to-end tunnel test.
-func helloCases(t *testing.T) []helloCase {
+func helloCases(t testing.TB) []helloCase {
 	t.Helper()
 	real := goHello(t, &tls.Config{ServerName: "pypi.org"})
 	realMsg := handshakeOf(t, real)

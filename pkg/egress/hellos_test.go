@@ -68,7 +68,7 @@ func records(msg []byte, frag int) []byte {
 }
 
 // handshakeOf strips the record headers of raw records again.
-func handshakeOf(t *testing.T, raw []byte) []byte {
+func handshakeOf(t testing.TB, raw []byte) []byte {
 	t.Helper()
 	var msg []byte
 	for len(raw) > 0 {
@@ -83,7 +83,7 @@ func handshakeOf(t *testing.T, raw []byte) []byte {
 }
 
 // goHello captures the ClientHello records crypto/tls sends for cfg.
-func goHello(t *testing.T, cfg *tls.Config) []byte {
+func goHello(t testing.TB, cfg *tls.Config) []byte {
 	t.Helper()
 	c := &captureConn{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -108,7 +108,7 @@ func (c *captureConn) SetWriteDeadline(time.Time) error { return nil }
 
 // echConfigList builds a real ECHConfigList (RFC 9849 §4) with an X25519 key, so that
 // crypto/tls sends a genuine encrypted ClientHello.
-func echConfigList(t *testing.T, publicName string) []byte {
+func echConfigList(t testing.TB, publicName string) []byte {
 	t.Helper()
 	k, err := ecdh.X25519().GenerateKey(rand.Reader)
 	if err != nil {

@@ -23,25 +23,104 @@ const (
 
 var errPunycode = errors.New("invalid punycode")
 
-// validPunycode reports whether an "xn--" label decodes to a label of letters, digits, marks
-// and hyphens with at least one non-ASCII code point (a U-label).
+// validPunycode reports whether an "xn--" label is the one A-label of a U-label: it decodes
+// to letters, digits, marks and hyphens with at least one non-ASCII code point, follows the
+// U-label rules of RFC 5891 §4.2.3, and encoding the decoded label gives back exactly these
+// bytes. Without that last check "xn---000a" and "xn--000a" would be two spellings of one
+// label, and an allow-list compares names byte for byte.
 func validPunycode(label string) bool {
-	u, err := decodePunycode(strings.TrimPrefix(label, "xn--"))
+	enc := strings.TrimPrefix(label, "xn--")
+	u, err := decodePunycode(enc)
 	if err != nil {
 		return false
 	}
 	nonASCII := false
-	for _, r := range u {
+	for i, r := range u {
 		if r >= utf8.RuneSelf {
 			nonASCII = true
 		}
 		// IDNA labels hold letters, digits, marks and hyphens; control or symbol code
-		// points mean the label is not a real A-label.
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) && r != '-' {
+		// points mean the label is not a real A-label. Upper case is refused as in the
+		// ASCII part of a name: IDNA maps it to lower case, so it would be a second
+		// spelling of the lower-case label.
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) && r != '-' ||
+			unicode.IsUpper(r) || unicode.IsTitle(r) {
 			return false
 		}
+		if i == 0 && unicode.IsMark(r) {
+			return false // RFC 5891 §4.2.3.2: a label never starts with a combining mark
+		}
 	}
-	return nonASCII
+	// RFC 5891 §4.2.3.1: no hyphen first or last, none in the third and fourth positions.
+	if strings.HasPrefix(u, "-") || strings.HasSuffix(u, "-") || len(u) >= 4 && u[2:4] == "--" {
+		return false
+	}
+	again, ok := encodePunycode(u)
+	return nonASCII && ok && again == enc
+}
+
+// encodePunycode is RFC 3492 §6.3's encoder, used to check that a label is the canonical
+// encoding of what it decodes to.
+func encodePunycode(u string) (string, bool) {
+	runes := []rune(u)
+	var out []byte
+	for _, r := range runes {
+		if r < utf8.RuneSelf {
+			out = append(out, byte(r))
+		}
+	}
+	b := len(out)
+	if b > 0 {
+		out = append(out, '-')
+	}
+	n, delta, bias := pcInitialN, 0, pcInitialBias
+	for h := b; h < len(runes); {
+		m := math.MaxInt32
+		for _, r := range runes {
+			if int(r) >= n && int(r) < m {
+				m = int(r)
+			}
+		}
+		if m-n > (math.MaxInt32-delta)/(h+1) {
+			return "", false
+		}
+		delta += (m - n) * (h + 1)
+		n = m
+		for _, r := range runes {
+			if int(r) < n {
+				if delta == math.MaxInt32 {
+					return "", false
+				}
+				delta++
+			}
+			if int(r) != n {
+				continue
+			}
+			q := delta
+			for k := pcBase; ; k += pcBase {
+				t := min(max(k-bias, pcTMin), pcTMax)
+				if q < t {
+					break
+				}
+				out = append(out, pcEncodeDigit(t+(q-t)%(pcBase-t)))
+				q = (q - t) / (pcBase - t)
+			}
+			out = append(out, pcEncodeDigit(q))
+			bias = pcAdapt(delta, h+1, h == b)
+			delta = 0
+			h++
+		}
+		delta++
+		n++
+	}
+	return string(out), true
+}
+
+func pcEncodeDigit(d int) byte {
+	if d < 26 {
+		return byte('a' + d)
+	}
+	return byte('0' + d - 26)
 }
 
 func decodePunycode(s string) (string, error) {

@@ -235,6 +235,7 @@ func TestRefuseChecksUntilBeforeQueueing(t *testing.T) {
 		{"budget without until", reasons.Budget, time.Time{}},
 		{"until without budget", reasons.SandboxUnavailable, time.Now().Add(time.Hour)},
 		{"code not [a-z_]", "Budget!", time.Time{}},
+		{"until after the year 9999", reasons.Budget, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := b.svc.Refuse(ctx, a.AID(), "ix-1", tc.code, tc.until)

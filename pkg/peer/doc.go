@@ -98,7 +98,8 @@
 //	  3 from         sender aid (54 bytes)
 //	  4 to           recipient aid (54 bytes)
 //	  5 sent         time this copy was signed: UTC, Go time.RFC3339Nano, fraction without
-//	                 trailing zeros, none when zero, suffix "Z" ("2026-11-29T08:00:00.5Z")
+//	                 trailing zeros, none when zero, suffix "Z" ("2026-11-29T08:00:00.5Z");
+//	                 the year is 0000–9999 (four digits), and a sender refuses to sign others
 //	  6 interaction  1–64 bytes of [A-Za-z0-9_-], chosen by the task's sender
 //	  7 text         UTF-8; task and reply: 1..262144 bytes; refusal: empty
 //	  8 code         refusal: [a-z_]{1,64} from pkg/reasons (sandbox_unavailable, budget, …);

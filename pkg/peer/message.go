@@ -89,6 +89,16 @@ func parseTime(field, s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
+// validYear refuses a time RFC 3339 cannot write with four year digits: the encoding would
+// hold "10000-…" or "-0001-…", which every receiver's parser refuses, so a signed message
+// would be delivered over and over and never accepted.
+func validYear(field string, t time.Time) error {
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("%s: year %d is outside 0000-9999 (RFC 3339)", field, y)
+	}
+	return nil
+}
+
 // Encode returns the canonical encoding of m after checking every field.
 func (m Message) Encode() ([]byte, error) {
 	if err := m.Validate(); err != nil {
@@ -127,6 +137,14 @@ func (m Message) Validate() error {
 	}
 	if m.Sent.IsZero() {
 		return errors.New("sent: missing")
+	}
+	if err := validYear("sent", m.Sent); err != nil {
+		return err
+	}
+	if !m.Until.IsZero() {
+		if err := validYear("until", m.Until); err != nil {
+			return err
+		}
 	}
 	if err := ValidID("interaction", m.Interaction); err != nil {
 		return err

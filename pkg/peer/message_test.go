@@ -91,6 +91,18 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"bad from", func(m *Message) { m.From = "anxyz" }, "from:"},
 		{"bad to", func(m *Message) { m.To = strings.ToUpper(b.AID()) }, "to:"},
 		{"no sent", func(m *Message) { m.Sent = time.Time{} }, "sent:"},
+		// Found by fuzzing: signed, then refused by every receiver's parser.
+		{"sent after 9999", func(m *Message) { m.Sent = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, "sent: year 10000 is outside 0000-9999"},
+		{"sent before 0000", func(m *Message) { m.Sent = time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC) }, "sent: year -1 is outside 0000-9999"},
+		{"sent after 9999 only in UTC", func(m *Message) {
+			m.Sent = time.Date(9999, 12, 31, 23, 0, 0, 0, time.FixedZone("west", -2*3600))
+		}, "sent: year 10000"},
+		{"until after 9999", func(m *Message) {
+			m.Type = TypeRefusal
+			m.Text = ""
+			m.Code = reasons.Budget
+			m.Until = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+		}, "until: year 10000 is outside 0000-9999"},
 		{"bad interaction", func(m *Message) { m.Interaction = "ix 1" }, "interaction:"},
 		{"task without text", func(m *Message) { m.Text = "" }, "text:"},
 		{"text too large", func(m *Message) { m.Text = strings.Repeat("a", MaxText+1) }, "text: 262145 bytes, more than the limit of 262144"},

@@ -267,6 +267,13 @@ func (s *Service) Refuse(ctx context.Context, peer, interaction string, code rea
 	if (code == reasons.Budget) != !until.IsZero() {
 		return badInput(errors.New("until: required for code budget and only there"))
 	}
+	if !until.IsZero() {
+		// Checked here, not only when signing: a queued refusal that cannot be signed would
+		// be retried for ever.
+		if err := validYear("until", until); err != nil {
+			return badInput(err)
+		}
+	}
 	_, err := s.answer(ctx, store.Outgoing{Type: string(TypeRefusal), Peer: peer, Interaction: interaction, Code: string(code), Until: until})
 	return err
 }

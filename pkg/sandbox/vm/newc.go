@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path"
+	"strings"
 )
 
 // The initramfs is a cpio archive in the "newc" format (magic 070701), the one the kernel's
@@ -41,6 +43,9 @@ type newcEntry struct {
 func writeNewc(w io.Writer, entries []newcEntry) error {
 	nw := &newcWriter{w: bufio.NewWriterSize(w, 64<<10)}
 	for i, e := range entries {
+		if err := checkNewcName(e.name); err != nil {
+			return fmt.Errorf("cpio entry %d: %w", i+1, err)
+		}
 		nlink := uint32(1)
 		if e.mode&newcIFMT == newcIFDIR {
 			nlink = 2
@@ -53,6 +58,22 @@ func writeNewc(w io.Writer, entries []newcEntry) error {
 		return fmt.Errorf("cpio trailer: %w", err)
 	}
 	return nw.w.Flush()
+}
+
+// checkNewcName refuses a name the kernel's unpacker and cpio readers would not read back
+// as written: empty or ".", absolute, unclean or climbing out ("a/../b", "../x"), holding a
+// NUL (the header's name ends at the first), or the trailer's (the archive would end there).
+func checkNewcName(name string) error {
+	switch {
+	case name == "" || name == "." || path.IsAbs(name) || path.Clean(name) != name ||
+		name == ".." || strings.HasPrefix(name, "../"):
+		return fmt.Errorf("name %q: want a clean relative path", name)
+	case strings.ContainsRune(name, 0):
+		return fmt.Errorf("name %q: holds a NUL byte", name)
+	case name == newcTrailer:
+		return fmt.Errorf("name %q: is the trailer's", name)
+	}
+	return nil
 }
 
 type newcWriter struct {

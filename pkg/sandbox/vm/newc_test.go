@@ -91,3 +91,16 @@ func TestNewcRefusesShortData(t *testing.T) {
 		t.Fatalf("writeNewc(short file) = %v, want a size error", err)
 	}
 }
+
+// TestNewcRefusesNamesThatDoNotReadBack (V1): a name u-root's reader or the kernel's unpacker
+// would read as something else is refused. FuzzNewc found the empty name (read back as ".").
+func TestNewcRefusesNamesThatDoNotReadBack(t *testing.T) {
+	for _, name := range []string{"", ".", "/init", "a/../b", "../x", "a//b", "a/", "./a", "a\x00b", "TRAILER!!!"} {
+		t.Run(name, func(t *testing.T) {
+			err := writeNewc(&bytes.Buffer{}, []newcEntry{{name: name, mode: newcIFDIR | 0o755}})
+			if err == nil || !strings.Contains(err.Error(), "name") {
+				t.Fatalf("writeNewc(name %q) = %v, want the name refused", name, err)
+			}
+		})
+	}
+}

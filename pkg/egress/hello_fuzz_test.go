@@ -1,0 +1,101 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"anet.dev/anet/pkg/hostname"
+	"anet.dev/anet/pkg/reasons"
+)
+
+// countingReader counts the bytes the hello reader took from the tunnel.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// tlsView is what crypto/tls, as a server, reads of recorded hello bytes; nil if it cannot.
+func tlsView(raw []byte) *tls.ClientHelloInfo {
+	var info *tls.ClientHelloInfo
+	cfg := &tls.Config{GetConfigForClient: func(chi *tls.ClientHelloInfo) (*tls.Config, error) {
+		info = chi
+		return nil, errHelloSeen
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = tls.Server(&replayConn{data: raw}, cfg).HandshakeContext(ctx)
+	return info
+}
+
+// maxFuzzHello keeps fuzz inputs to real hello sizes: the fuzzer minimises every new input
+// for up to a minute, and a 64 KiB one stalls it for all of that. The 64 KiB bound itself is
+// TestCheckHello's (capHello).
+const maxFuzzHello = 4 << 10
+
+// helloCodes are the refusals a hello read from memory can get.
+var helloCodes = []reasons.Code{NotTLS, BadHello, HelloTooLarge, SNIMismatch, ECHRefused}
+
+// FuzzCheckHello (H6): for any bytes through a tunnel to a host that passed the host name
+// rule, checkHello either refuses with one of H6's codes or passes a hello that
+//   - it read exactly: the raw records are a prefix of the bytes, nothing after them taken,
+//     at most MaxHelloBytes;
+//   - crypto/tls reads as naming exactly that host, without ECH;
+//   - names no other host (a second name, or another, is SNIMismatch);
+//   - passes the same way however its handshake bytes are cut into records.
+func FuzzCheckHello(f *testing.F) {
+	for _, c := range helloCases(f) {
+		if !c.closeMid && len(c.raw) <= maxFuzzHello {
+			f.Add(c.raw, uint16(37))
+		}
+	}
+	f.Add(records(helloMsg(sniExt("xn--mnchen-3ya.de")), 1<<14), uint16(1))
+	f.Add(records(helloMsg(sniExt("pypi.org", "pypi.org")), 1<<14), uint16(100))
+	f.Fuzz(func(t *testing.T, data []byte, frag uint16) {
+		if len(data) > maxFuzzHello {
+			return
+		}
+		want := "pypi.org"
+		if info := tlsView(data); info != nil && hostname.Problem(info.ServerName) == "" {
+			want = info.ServerName // the host the agent's client would have sent CONNECT for
+		}
+		r := &countingReader{r: bytes.NewReader(data)}
+		raw, ref := checkHello(r, want)
+		if r.n > MaxHelloBytes+5 {
+			t.Fatalf("checkHello read %d bytes, more than MaxHelloBytes and one record header", r.n)
+		}
+		if ref != nil {
+			if len(data) > 0 && !slices.Contains(helloCodes, ref.code) {
+				t.Fatalf("checkHello refused with %q (%s), not an H6 code", ref.code, ref.detail)
+			}
+			return
+		}
+		if len(raw) > MaxHelloBytes || r.n != len(raw) || !bytes.Equal(raw, data[:len(raw)]) {
+			t.Fatalf("checkHello passed %d raw bytes after reading %d: not the prefix it read", len(raw), r.n)
+		}
+		info := tlsView(raw)
+		if info == nil || info.ServerName != want || slices.Contains(info.Extensions, extECH) {
+			t.Fatalf("checkHello(%x) passed for %q, but crypto/tls reads %+v", raw, want, info)
+		}
+		if _, ref := checkHello(bytes.NewReader(raw), "a"+want); ref == nil || ref.code != SNIMismatch {
+			t.Fatalf("checkHello(hello for %q) for another host = %v, want SNIMismatch", want, ref)
+		}
+		size := min(max(int(frag), 1), maxRecordPlaintext)
+		again := records(handshakeOf(t, raw), size)
+		if len(again) <= MaxHelloBytes {
+			if _, ref := checkHello(bytes.NewReader(again), want); ref != nil {
+				t.Fatalf("checkHello(the same hello in %d-byte records) = %v, want it passed", size, ref)
+			}
+		}
+	})
+}
