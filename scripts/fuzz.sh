@@ -40,7 +40,8 @@ for t in "${targets[@]}"; do
     failed=1
     continue
   fi
-  rate=$(grep -oE 'execs: [0-9]+ \([0-9]+/sec\)' "$log" | tail -n 1)
+  # go's last progress line: the execs and their rate, or how far the seeds' baseline got.
+  rate=$(grep -E '^fuzz: elapsed' "$log" | tail -n 1 | sed 's/^fuzz: //' || true)
   echo "ok   $dir $name ${rate:-(no progress line)}"
 done
 exit $failed
