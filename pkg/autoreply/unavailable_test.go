@@ -111,4 +111,3 @@ func TestSandboxTurnThatCannotRunIsRefusedWithTheReason(t *testing.T) {
 		})
 	}
 }
-
