@@ -144,7 +144,7 @@ func checkKeysFileInfo(path string, fi fs.FileInfo) error {
 		return fmt.Errorf("check keys file %s: %w", path, err)
 	}
 	if uid != os.Getuid() {
-		return bad(KeysFileExposed, fmt.Sprintf("is owned by %s, not by the current user (%s)", ownerName(uid), ownerName(os.Getuid())),
+		return bad(KeysFileExposed, fmt.Sprintf("is owned by %s, not by the current user (%s)", ownerName(uid, false), ownerName(os.Getuid(), true)),
 			fmt.Sprintf("sudo chown %d %s", os.Getuid(), shellQuote(path)))
 	}
 	perm := fi.Mode().Perm()
@@ -157,9 +157,13 @@ func checkKeysFileInfo(path string, fi fs.FileInfo) error {
 	return nil
 }
 
-// ownerName is "name (uid N)", or "uid N" when the user database has no name for it.
-func ownerName(uid int) string {
+// ownerName is "name (uid N)", or "uid N" when the user database has no name for it; with
+// inParens, "name, uid N", to go inside parentheses.
+func ownerName(uid int, inParens bool) string {
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		if inParens {
+			return fmt.Sprintf("%s, uid %d", u.Username, uid)
+		}
 		return fmt.Sprintf("%s (uid %d)", u.Username, uid)
 	}
 	return fmt.Sprintf("uid %d", uid)

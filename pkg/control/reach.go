@@ -38,10 +38,18 @@ func notRunning(path, why string) *ReachError {
 		Msg: fmt.Sprintf("anetd is not running: %s; start it with `anetd` (or `systemctl --user start anetd`)", why)}
 }
 
-// userName is "name (uid N)", or "uid N" when the user database has no name for it.
+// userName is "name (uid N)", or "uid N" when the user database has no name for it;
+// userNameIn is the same to go inside parentheses: "name, uid N".
 func userName(uid int) string {
 	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
 		return fmt.Sprintf("%s (uid %d)", u.Username, uid)
+	}
+	return fmt.Sprintf("uid %d", uid)
+}
+
+func userNameIn(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return fmt.Sprintf("%s, uid %d", u.Username, uid)
 	}
 	return fmt.Sprintf("uid %d", uid)
 }
@@ -50,7 +58,7 @@ func otherUser(path string, owner int) *ReachError {
 	who := userName(owner)
 	return &ReachError{Code: reasons.OtherUser, Path: path, Msg: fmt.Sprintf(
 		"%s belongs to %s, not to you (%s): anetd answers only the user it runs as; run anet as that user (for example `sudo -u '#%d' anet …`), or unset XDG_RUNTIME_DIR to reach your own anetd",
-		path, who, userName(os.Getuid()), owner)}
+		path, who, userNameIn(os.Getuid()), owner)}
 }
 
 func ownerOf(fi fs.FileInfo) (int, bool) {
