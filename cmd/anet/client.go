@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -21,9 +20,14 @@ func dial() (*control.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The socket first: another user's socket is said to be theirs before their token (which
+	// root could read) is sent to be refused, and a missing one means no anetd.
+	if err := control.CheckSocket(p.ControlSocket()); err != nil {
+		return nil, err
+	}
 	tok, err := control.ReadToken(p.ControlToken())
 	if err != nil {
-		return nil, fmt.Errorf("%w; start it with `anetd` (or `systemctl --user start anetd`)", err)
+		return nil, err
 	}
 	return control.NewClient(p.ControlSocket(), tok), nil
 }

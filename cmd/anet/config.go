@@ -71,7 +71,7 @@ func setKey(c *cli.Context, key, value string) error {
 	if err := config.SetWith(path, key, value, check); err != nil {
 		return err
 	}
-	return applyToRunning(c, key+" = "+value, path)
+	return applyToRunning(c, key, value, path)
 }
 
 func configCommand() *cli.Command {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,6 +19,10 @@ func reloadCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			var ans control.ReloadAnswer
 			if err := call(c, "POST", "/v1/reload", struct{}{}, &ans); err != nil {
+				if errors.Is(err, control.ErrNotRunning) {
+					// Nothing kept anything: there is no anetd, and one started now reads the files.
+					return fmt.Errorf("nothing to reload: %w", err)
+				}
 				return fmt.Errorf("anetd kept the settings it had: %w", err)
 			}
 			if c.Bool("json") {
@@ -39,7 +44,11 @@ func printReload(ans control.ReloadAnswer) {
 // applyToRunning makes a running anetd take the file the CLI just wrote (U3), and says
 // what happened: applied, not running (it applies at start), another file, or refused (an
 // error: the file is written but the daemon kept its settings).
-func applyToRunning(c *cli.Context, what, path string) error {
+//
+// Each line says one thing: a key that only a restart applies (ans.RestartNeeded) is said to be
+// written and to need a restart, never to be applied.
+func applyToRunning(c *cli.Context, key, value, path string) error {
+	what := key + " = " + value
 	var st control.Status
 	err := call(c, "GET", "/v1/status", nil, &st)
 	switch {
@@ -57,9 +66,22 @@ func applyToRunning(c *cli.Context, what, path string) error {
 	if err := call(c, "POST", "/v1/reload", struct{}{}, &ans); err != nil {
 		return fmt.Errorf("%s written to %s, but anetd kept the settings it had: %w", what, path, err)
 	}
-	fmt.Printf("%s written to %s and applied\n", what, path)
+	pending := []string{}
+	applied := true
 	for _, k := range ans.RestartNeeded {
-		fmt.Printf("%s changed: restart anetd to apply it\n", k)
+		if k == key || strings.HasPrefix(key, k+".") {
+			applied = false
+		} else {
+			pending = append(pending, k)
+		}
+	}
+	if applied {
+		fmt.Printf("%s written to %s and applied\n", what, path)
+	} else {
+		fmt.Printf("%s written to %s; %s takes effect when anetd restarts (the running anetd keeps the value it started with)\n", what, path, key)
+	}
+	for _, k := range pending {
+		fmt.Printf("%s changed earlier: restart anetd to apply it\n", k)
 	}
 	return nil
 }

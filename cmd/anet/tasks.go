@@ -151,7 +151,11 @@ func printInbox(out io.Writer, list []control.Interaction) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "INTERACTION\tPEER\tTRUSTED\tSTATE\tRECEIVED\tTEXT")
 	for _, it := range list {
-		fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\t%s\n", termsafe.Line(it.Interaction), termsafe.Line(short(it.Peer)), it.Trusted, termsafe.Line(it.State),
+		state := it.State
+		if a := it.Answer; a != nil && a.Reason != "" {
+			state += " (" + a.Reason + ")" // why this node refused it: `anet show` says the fix
+		}
+		fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\t%s\n", termsafe.Line(it.Interaction), termsafe.Line(short(it.Peer)), it.Trusted, termsafe.Line(state),
 			it.CreatedAt.Local().Format("2006-01-02 15:04:05"), termsafe.Line(oneLine(it.Text, 60)))
 	}
 	return w.Flush()
@@ -182,6 +186,13 @@ func printInteraction(w io.Writer, it control.Interaction) {
 				line += ", until " + a.Until.Local().Format(time.RFC3339)
 			}
 			fmt.Fprintln(w, line)
+			if a.Reason != "" {
+				// This node's own reason, and what fixes it (F2); the requester was not told it.
+				fmt.Fprintf(w, "reason: %s: %s\n", l(a.Reason), l(reasons.Text(reasons.Code(a.Reason))))
+				if d := reasons.Dedup(reasons.Code(a.Reason), a.Detail); d != "" {
+					fmt.Fprintf(w, "detail: %s\n", l(d))
+				}
+			}
 		}
 	}
 	for _, r := range it.Runs {

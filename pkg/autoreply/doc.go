@@ -14,8 +14,10 @@
 //     cannot run (probe failed, helper down, endpoint cannot open, cursor in the sandbox) is
 //     refused with sandbox_unavailable (F1); the operator sees the precise code
 //     (agent_unsupported, no_bwrap, no_api_key, …) in `anet status` and in the turn's
-//     evidence entry. An agent that is not installed (agent_missing) leaves the task in the
-//     inbox for the operator: the node is not set up to answer, which is not a sandbox failure.
+//     evidence entry (and so in `anet show`). A sandboxed turn whose agent is not installed
+//     (agent_missing) is refused the same way and not counted: the requester may send it
+//     again once the operator has installed it. A trusted peer's direct turn without its agent
+//     leaves the task in the inbox for the operator to answer by hand.
 //   - An agent that ran but gave no usable answer (non-zero exit, limit, empty output) is
 //     refused with turn_failed: the sandbox passes the reply through unread (F3), but a
 //     requester must learn that no answer is coming. Such a sandboxed turn still counts (B1:

@@ -46,9 +46,15 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	}
 	prog, err := e.AgentProgram(c)
 	if err != nil {
-		// Not installed: the node is not set up to answer, which says nothing about the
-		// sandbox. The task stays in the inbox for the operator (as with auto-reply off).
 		detail := fmt.Sprintf("%v (install: %s)", err, spec.Install)
+		if sandboxed {
+			// F1: a turn the policy sent to the sandbox that cannot run is refused to the
+			// requester (they may send it again later) and not counted; the operator sees
+			// agent_missing with the install command.
+			return fail(AgentMissing, detail)
+		}
+		// A trusted peer's direct turn: the task stays in the inbox for the operator to
+		// answer by hand (as with auto-reply off).
 		tr.fail(stage, AgentMissing, detail)
 		return outcome{hold: true, code: AgentMissing, detail: detail}
 	}

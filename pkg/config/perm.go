@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -106,6 +108,15 @@ func OpenKeysFile(path string) (*os.File, error) {
 		target, _ := os.Readlink(path)
 		return nil, &PermError{Code: KeysFileInvalid, Path: path,
 			Msg: fmt.Sprintf("keys file %s is a symlink (to %s); put the file itself there, or set keys_file to the target", path, target)}
+	case errors.Is(err, fs.ErrPermission):
+		// Most often another user's file (copied in with sudo): say whose, and the fix, as
+		// the owner check of a file that could be opened does.
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			if cerr := checkKeysFileInfo(path, fi); cerr != nil {
+				return nil, cerr
+			}
+		}
+		return nil, fmt.Errorf("open keys file %s: %w", path, err)
 	case err != nil:
 		return nil, fmt.Errorf("open keys file %s: %w", path, err)
 	}
@@ -133,8 +144,8 @@ func checkKeysFileInfo(path string, fi fs.FileInfo) error {
 		return fmt.Errorf("check keys file %s: %w", path, err)
 	}
 	if uid != os.Getuid() {
-		return bad(KeysFileExposed, fmt.Sprintf("is owned by uid %d, not by the current user (uid %d)", uid, os.Getuid()),
-			fmt.Sprintf("chown %d %s", os.Getuid(), shellQuote(path)))
+		return bad(KeysFileExposed, fmt.Sprintf("is owned by %s, not by the current user (%s)", ownerName(uid, false), ownerName(os.Getuid(), true)),
+			fmt.Sprintf("sudo chown %d %s", os.Getuid(), shellQuote(path)))
 	}
 	perm := fi.Mode().Perm()
 	switch {
@@ -144,6 +155,18 @@ func checkKeysFileInfo(path string, fi fs.FileInfo) error {
 		return bad(KeysFileExposed, fmt.Sprintf("is accessible by others (mode %04o)", perm), "chmod 600 "+shellQuote(path))
 	}
 	return nil
+}
+
+// ownerName is "name (uid N)", or "uid N" when the user database has no name for it; with
+// inParens, "name, uid N", to go inside parentheses.
+func ownerName(uid int, inParens bool) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		if inParens {
+			return fmt.Sprintf("%s, uid %d", u.Username, uid)
+		}
+		return fmt.Sprintf("%s (uid %d)", u.Username, uid)
+	}
+	return fmt.Sprintf("uid %d", uid)
 }
 
 // shellQuote quotes a path for a command the operator copies, only when it needs quoting.

@@ -149,7 +149,7 @@ func TestKeysFileRule(t *testing.T) {
 		path := writeKeys(t, 0o600)
 		chownOther(t, path)
 		err := checkKeysFile(path)
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("is owned by uid %d, not by the current user", otherUID)) {
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("(uid %d), not by the current user", otherUID)) || !strings.Contains(err.Error(), "sudo chown") {
 			t.Fatalf("checkKeysFile(other owner) = %v, want the owner refusal", err)
 		}
 	})

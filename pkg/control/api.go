@@ -300,6 +300,11 @@ type Answer struct {
 	Code  string    `json:"code,omitempty"`
 	Until time.Time `json:"until,omitzero"` // refusal with code budget: when the answering node's day ends
 	At    time.Time `json:"at"`
+	// Reason and Detail are this node's own reason for a refusal it sent (F2): what the
+	// operator fixes (agent_missing with the install command, no_api_key, …), which the
+	// requester is not told.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Delivery is the outbox state of one message this node sends.

@@ -82,6 +82,8 @@ func writeError(w http.ResponseWriter, err error) {
 			status = http.StatusBadRequest
 		case reasons.Unauthorized:
 			status = http.StatusUnauthorized
+		case reasons.OtherUser:
+			status = http.StatusForbidden
 		case reasons.HelperDown:
 			status = http.StatusServiceUnavailable
 		case reasons.MessageTooLarge:
@@ -109,7 +111,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	uid, pid := peerCred(r)
 	if uid != os.Getuid() {
 		s.log.Warn("control request refused", "reason", "other uid", "uid", uid, "pid", pid, "path", r.URL.Path)
-		writeError(w, reasons.New(reasons.Unauthorized, "the control socket answers only its own user"))
+		// Not "wrong token": root reads the owner's token and sends it right, and must be told
+		// that it is who it is, not what it sent, that is refused.
+		writeError(w, reasons.New(reasons.OtherUser, fmt.Sprintf("anetd runs as uid %d; this request came from uid %d", os.Getuid(), uid)))
 		return
 	}
 	got := []byte(r.Header.Get(TokenHeader))

@@ -82,7 +82,7 @@ func (c *Client) DoStream(ctx context.Context, method, path string, in any, onEv
 	hc.Timeout = 0
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("anetd control socket %s: %w", c.sock, err)
+		return c.sendError(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

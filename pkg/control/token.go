@@ -65,7 +65,7 @@ var ErrNotRunning = errors.New("anetd is not running (no control token)")
 func ReadToken(path string) (string, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w at %s", ErrNotRunning, path)
+		return "", notRunning(path, "there is no control token at "+path)
 	}
 	if err != nil {
 		return "", fmt.Errorf("read control token: %w", err)

@@ -168,6 +168,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 	go func() { srvDone <- srv.Serve(l) }()
 
 	go n.reloadOnHangup(ctx, hup)
+	go n.warnSetup(hctx)
 	log.Info("anetd ready", "aid", id.AID(), "config", paths.ConfigFile, "control", paths.ControlSocket(), "listen", n.listenAddr(), "pid", os.Getpid())
 	if err := notifyReady(o.Env("NOTIFY_SOCKET")); err != nil {
 		log.Warn("sd_notify READY=1 failed", "err", err)

@@ -283,6 +283,9 @@ func (n *Node) toAPI(r *http.Request, it store.Interaction) control.Interaction 
 	}
 	if it.AnswerType != "" {
 		out.Answer = &control.Answer{Type: it.AnswerType, Text: it.AnswerText, Code: it.AnswerCode, Until: it.AnswerUntil, At: it.AnsweredAt}
+		if it.Direction == "in" && it.AnswerType == "refusal" {
+			out.Answer.Reason, out.Answer.Detail = n.refusalReason(r.Context(), it.Peer, it.ID)
+		}
 	}
 	for _, d := range it.Delivery {
 		out.Delivery = append(out.Delivery, control.Delivery{MsgID: d.MsgID, Type: d.Type, State: d.State, Attempts: d.Attempts, LastError: d.LastError, DoneAt: d.DoneAt})

@@ -221,6 +221,10 @@ func AskReload(ctx context.Context, env func(string) string) (control.ReloadAnsw
 	if err != nil {
 		return control.ReloadAnswer{}, err
 	}
+	// As the CLI: no socket, or another user's, is said so before a token is read or sent.
+	if err := control.CheckSocket(p.ControlSocket()); err != nil {
+		return control.ReloadAnswer{}, err
+	}
 	tok, err := control.ReadToken(p.ControlToken())
 	if err != nil {
 		return control.ReloadAnswer{}, err

@@ -41,3 +41,24 @@ func (n *Node) runsOf(ctx context.Context, peer, interaction string) []control.R
 	}
 	return out
 }
+
+// refusalReason is the operator's reason for the last refusal this node sent for a task, from
+// its turn_refused evidence (F2): the requester was told only sandbox_unavailable or budget.
+func (n *Node) refusalReason(ctx context.Context, peer, interaction string) (reason, detail string) {
+	entries, err := n.store.List(ctx, store.ListOptions{Kind: "turn_refused", Peer: peer, Interaction: interaction})
+	if err != nil {
+		n.log.Warn("refusal reason of an interaction", "err", err)
+		return "", ""
+	}
+	if len(entries) == 0 {
+		return "", ""
+	}
+	var d struct {
+		Reason string `json:"reason"`
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(entries[len(entries)-1].Details, &d) != nil {
+		return "", ""
+	}
+	return d.Reason, d.Detail
+}

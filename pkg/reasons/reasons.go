@@ -139,7 +139,7 @@ var (
 func catalog() map[Code]Entry {
 	catalogOnce.Do(func() {
 		catalogMap = map[Code]Entry{}
-		for _, group := range [][]Entry{core, seatbeltCodes, vmCodes, spendCodes} {
+		for _, group := range [][]Entry{core, seatbeltCodes, vmCodes, spendCodes, operatorCodes} {
 			for _, e := range group {
 				add(catalogMap, e)
 			}

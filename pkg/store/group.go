@@ -63,7 +63,7 @@ func (s *Store) writeTx(ctx context.Context, op string, fn func(ctx context.Cont
 	if !lead {
 		<-j.wake
 		if j.done {
-			return j.err
+			return s.noteWrite(j.err)
 		}
 	}
 	g.mu.Lock()
@@ -86,7 +86,7 @@ func (s *Store) writeTx(ctx context.Context, op string, fn func(ctx context.Cont
 			b.wake <- struct{}{}
 		}
 	}
-	return j.err
+	return s.noteWrite(j.err)
 }
 
 // commitGroup runs batch in one transaction and sets each job's outcome.

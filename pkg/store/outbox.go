@@ -88,7 +88,7 @@ func (s *Store) Delivered(ctx context.Context, signer Signer, it OutboxItem, raw
 func (s *Store) RetryLater(ctx context.Context, id int64, next time.Time, why string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_unix = ?
 		WHERE id = ? AND state = 'pending'`, why, next.UnixNano(), id)
-	if err != nil {
+	if err := s.noteWrite(err); err != nil {
 		return fmt.Errorf("outbox retry: %w", err)
 	}
 	return nil

@@ -57,6 +57,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -72,6 +73,9 @@ type Store struct {
 	group committer
 	// stmts holds the append path's prepared statements (stmtcache.go).
 	stmts stmtCache
+
+	// full is whether the last write found the disk full (noteWrite logs each change once).
+	full atomic.Bool
 
 	// now is the clock for new entries; tests replace it.
 	now func() time.Time
@@ -120,11 +124,11 @@ func open(ctx context.Context, path string, list []migration) (*Store, error) {
 	s := &Store{db: db, path: abs, now: time.Now}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, fmt.Errorf("open store %s: %w", path, diskFull(filepath.Dir(abs), err))
 	}
 	if err := migrate(ctx, db, list); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, fmt.Errorf("open store %s: %w", path, diskFull(filepath.Dir(abs), err))
 	}
 	return s, nil
 }
@@ -220,7 +224,7 @@ func (s *Store) SetMeta(ctx context.Context, key, value string) error {
 	_, err := s.db.ExecContext(ctx,
 		`INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
 		key, value)
-	if err != nil {
+	if err := s.noteWrite(err); err != nil {
 		return fmt.Errorf("write meta %q: %w", key, err)
 	}
 	return nil
