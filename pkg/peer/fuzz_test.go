@@ -94,7 +94,7 @@ func FuzzParseAck(f *testing.F) {
 	})
 }
 
-// FuzzParse (N1, E9): whatever Parse accepts, or returns with a bad signature, is a valid
+// FuzzParse (N1): whatever Parse accepts, or returns with a bad signature, is a valid
 // message whose canonical encoding is exactly the bytes parsed: one message has one encoding,
 // so the de-duplication key and the evidence digest cannot be varied by the sender.
 func FuzzParse(f *testing.F) {

@@ -4,32 +4,35 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/vsock"
+	"golang.org/x/sys/unix"
 )
 
 // unixPair is a connected pair of real stream sockets (what QEMU's chardev and the guest's
-// port amount to for the serial transport).
-func unixPair(t *testing.T) (net.Conn, net.Conn) {
+// port amount to for the serial transport). A socketpair, not a listener in a temp dir: the
+// fuzz targets make one per input.
+func unixPair(t testing.TB) (net.Conn, net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("unix", t.TempDir()+"/s")
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		acc <- c
-	}()
-	c, err := net.Dial("unix", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "link")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
 	}
-	return c, <-acc
+	return conns[0], conns[1]
 }
 
 // exerciseLink opens streams of every kind from the guest end and checks the host end sees
@@ -149,7 +152,7 @@ func (l *pairListener) Accept() (net.Conn, error) {
 func (l *pairListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
 func (l *pairListener) Addr() net.Addr { return &vsock.Addr{ContextID: 2, Port: 5000} }
 
-func vsockPair(t *testing.T, guestCID uint32) (GuestLink, *pairListener) {
+func vsockPair(t testing.TB, guestCID uint32) (GuestLink, *pairListener) {
 	ln := &pairListener{conns: make(chan net.Conn, 8), closed: make(chan struct{})}
 	g := NewVsockGuest(func() (net.Conn, error) {
 		a, b := unixPair(t)
