@@ -97,7 +97,7 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
 
 fuzz-smoke:
-	FUZZTIME=$(FUZZSMOKETIME) GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
+	FUZZTIME=$(FUZZSMOKETIME) FUZZMINIMIZETIME=5s GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
 FUZZSMOKETIME ?= 3s
 
 bench:

@@ -7,6 +7,8 @@
 #
 #   FUZZTIME   per target (default 5s); go test's form: 10m, 30s, or 100000x
 #   FUZZ       only the targets whose name matches this extended regexp (default: all)
+#   FUZZMINIMIZETIME  how long go may minimise each new input (go's default, 60s, unless set:
+#              make test's short pass sets a few seconds so that it stays short under load)
 #   GO, TESTTAGS as in the Makefile
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +31,7 @@ echo "fuzz: ${#targets[@]} targets, $FUZZTIME each"
 failed=0
 for t in "${targets[@]}"; do
   dir=${t% *} name=${t#* }
-  if ! $GO test -tags "$TESTTAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -parallel "${FUZZPARALLEL:-2}" "./$dir" >"$log" 2>&1; then
+  if ! $GO test -tags "$TESTTAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" ${FUZZMINIMIZETIME:+-fuzzminimizetime "$FUZZMINIMIZETIME"} -parallel "${FUZZPARALLEL:-2}" "./$dir" >"$log" 2>&1; then
     echo "FAIL $dir $name"
     cat "$log"
     failed=1
