@@ -185,7 +185,7 @@ func edit(name string, src []byte, path []string, val *yaml.Node) ([]byte, error
 		root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
 	} else if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, syntaxError(name, err)
+		return nil, syntaxError(name, src, err)
 	} else {
 		root = doc.Content[0]
 	}
