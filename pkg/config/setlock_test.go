@@ -35,7 +35,7 @@ func TestConfigSetHelperProcess(t *testing.T) {
 
 // TestConcurrentSetsAllLandC4: `anet config set` of different keys started at the same time,
 // each its own process on the real file, all land: none reads the old file while another
-// replaces it and writes back without the other's change (the lost update of issue 28).
+// replaces it and writes back without the other's change (the lost update an operator saw).
 func TestConcurrentSetsAllLandC4(t *testing.T) {
 	keys := []string{"auto_reply.sandbox.runs_per_day", "auto_reply.sandbox.runs_per_peer_per_day",
 		"auto_reply.sandbox.tasks_max", "auto_reply.api_timeout_seconds", "auto_reply.model",

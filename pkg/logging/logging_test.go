@@ -108,7 +108,7 @@ func (s testSecret) Reveal() string { return s.v }
 
 // TestRedactsSecretValuesNotNamesF3: the scrubber judges the value. A secret under an
 // innocent key (a secret type, a model key inside an error or a string) is redacted; a count,
-// flag or duration under a key that names a token is printed (issue 28: the endpoint's
+// flag or duration under a key that names a token is printed (the endpoint's
 // refused_without_token count was logged as [redacted]).
 func TestRedactsSecretValuesNotNamesF3(t *testing.T) {
 	const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"

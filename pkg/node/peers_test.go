@@ -10,7 +10,7 @@ import (
 
 // TestAddPeerRefusesBadAddrC4: the control API handler behind `anet peer add` refuses an
 // address outside the rule with bad_peer_addr naming the field, before anything is stored
-// (issue 28: the sender retried such an address forever).
+// (the sender would retry such an address forever).
 func TestAddPeerRefusesBadAddrC4(t *testing.T) {
 	const aid = "anpg2vmlup4zkpsqdywejorkmlu6ib7bj242k35v7a4oiqxlieszsa"
 	for _, addr := range []string{"my host:7420", "bad_host!:7420", "a..b:7420", strings.Repeat("a", 300) + ":7420"} {

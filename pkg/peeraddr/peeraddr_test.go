@@ -8,7 +8,7 @@ import (
 )
 
 // TestCheckC4: `anet peer add` takes an IP literal or a host name under the project's host
-// name rule, with a port; everything else (issue 28: "my host", "bad_host!", "a..b", 300
+// name rule, with a port; everything else ("my host", "bad_host!", "a..b", 300
 // characters) is refused with bad_peer_addr naming the field, before the sender would retry
 // it forever.
 func TestCheckC4(t *testing.T) {
