@@ -150,3 +150,35 @@ func TestSetNeverReportsALostWriteC4(t *testing.T) {
 	}
 	assertNoTempFiles(t, filepath.Dir(path))
 }
+
+// TestSetKeepsOwnerAndGroupC4: the replacement file has the old one's owner and group, not
+// those of the process that wrote it. The file is given a group other than the writer's own
+// where the writer may (root, or a member of another group), so that keeping it shows.
+func TestSetKeepsOwnerAndGroupC4(t *testing.T) {
+	path := writeFile(t, operatorFile, 0o640)
+	gid := os.Getegid()
+	if os.Geteuid() == 0 {
+		gid = 4242
+	} else if gs, _ := os.Getgroups(); len(gs) > 0 {
+		for _, g := range gs {
+			if g != gid {
+				gid = g
+				break
+			}
+		}
+	}
+	if err := os.Chown(path, os.Geteuid(), gid); err != nil {
+		t.Fatal(err)
+	}
+	if err := Set(path, "log_level", "debug"); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != os.Geteuid() || int(st.Gid) != gid || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("after Set: owner %d:%d mode %04o, want %d:%d 0640", st.Uid, st.Gid, fi.Mode().Perm(), os.Geteuid(), gid)
+	}
+}
