@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/peeraddr"
 	"anet.dev/anet/pkg/termsafe"
 )
 
@@ -24,6 +25,11 @@ func peerCommand() *cli.Command {
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 2 {
 						return fmt.Errorf("usage: anet peer add AID HOST:PORT")
+					}
+					// Checked here too, so a bad address is refused with its reason even
+					// when anetd is not running; anetd checks it again.
+					if err := peeraddr.Check("addr", c.Args().Get(1)); err != nil {
+						return err
 					}
 					var p control.Peer
 					if err := call(c, "POST", "/v1/peers", control.PeerRequest{AID: c.Args().Get(0), Addr: c.Args().Get(1)}, &p); err != nil {

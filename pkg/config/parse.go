@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -167,13 +168,13 @@ func parseDocument(name string, data []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, syntaxError(name, err)
+		return nil, syntaxError(name, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Error{File: name, Line: extra.Line, Msg: "a second YAML document; the file must hold exactly one"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, syntaxError(name, err)
+		return nil, syntaxError(name, data, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil
@@ -191,13 +192,33 @@ func parseDocument(name string, data []byte) (*yaml.Node, error) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError rewrites yaml.v3's "yaml: line N: msg" into the file:line form.
-func syntaxError(name string, err error) error {
+// syntaxError rewrites yaml.v3's "yaml: line N: msg" into the file:line form. yaml.v3 gives
+// no line for some errors (an unterminated quote at the end of the file, a byte YAML does
+// not allow); the line is then that of the first such byte, or the last line, where the
+// parser ran out of input.
+func syntaxError(name string, data []byte, err error) error {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &Error{File: name, Line: line, Msg: "invalid YAML: " + m[2]}
 	}
-	return &Error{File: name, Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	return &Error{File: name, Line: badByteLine(data), Msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+}
+
+// badByteLine returns the 1-based line of the first byte that is not valid UTF-8 or is a
+// control character YAML does not allow, else the last line.
+func badByteLine(data []byte) int {
+	line := 1
+	for i := 0; i < len(data); {
+		r, w := utf8.DecodeRune(data[i:])
+		if (r == utf8.RuneError && w <= 1) || (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f {
+			return line
+		}
+		if r == '\n' && i+1 < len(data) {
+			line++
+		}
+		i += w
+	}
+	return line
 }
 
 type parser struct {

@@ -376,3 +376,42 @@ func TestLoadRefusesHugeFile(t *testing.T) {
 		t.Fatalf("Load(%d-byte file) = %v, want a size error naming the path", len(huge), err)
 	}
 }
+
+// TestIntegersAreDecimalOnly: yaml.v3 reads 010 as 8 and takes 0x10, 0o777, 0b111, +5 and
+// 1_000 as integers; the file's integers are decimal digits only, and any other form is
+// refused naming the file, line and key, so `runs_per_day: 010` is never enforced as 8 (B2).
+func TestIntegersAreDecimalOnly(t *testing.T) {
+	const runs = "auto_reply:\n  sandbox:\n    runs_per_day: %s\n"
+	cases := []struct{ name, src, want string }{
+		{"leading zero", fmt.Sprintf(runs, "010"), `config.yaml:3: auto_reply.sandbox.runs_per_day: "010" is not a decimal integer`},
+		{"hex", fmt.Sprintf(runs, "0x10"), `config.yaml:3: auto_reply.sandbox.runs_per_day: "0x10" is not a decimal integer`},
+		{"binary", fmt.Sprintf(runs, "0b111"), `config.yaml:3: auto_reply.sandbox.runs_per_day: "0b111" is not a decimal integer`},
+		{"octal", fmt.Sprintf(runs, "0o777"), `config.yaml:3: auto_reply.sandbox.runs_per_day: "0o777" is not a decimal integer`},
+		{"plus", fmt.Sprintf(runs, "+5"), `config.yaml:3: auto_reply.sandbox.runs_per_day: "+5" is not a decimal integer`},
+		{"underscore", fmt.Sprintf(runs, "1_0"), `config.yaml:3: auto_reply.sandbox.runs_per_day: "1_0" is not a decimal integer`},
+		{"minus zero", fmt.Sprintf(runs, "-0"), `config.yaml:3: auto_reply.sandbox.runs_per_day: "-0" is not a decimal integer`},
+		{"tagged", fmt.Sprintf(runs, `!!int "0x10"`), `config.yaml:3: auto_reply.sandbox.runs_per_day: "0x10" is not a decimal integer`},
+		{"seconds", "auto_reply:\n  api_timeout_seconds: 0x3c\n", `config.yaml:2: auto_reply.api_timeout_seconds: "0x3c" is not a decimal integer`},
+		{"size", "auto_reply:\n  sandbox:\n    disk_max: 010\n", `config.yaml:3: auto_reply.sandbox.disk_max: "010" is not a decimal integer`},
+		{"amount", "auto_reply:\n  sandbox:\n    spend_per_day: 0x5\n", `config.yaml:3: auto_reply.sandbox.spend_per_day: "0x5" is not a decimal integer`},
+		{"duration", "auto_reply:\n  work_retention: 0o7\n", `config.yaml:2: auto_reply.work_retention: "0o7" is not a decimal integer`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := parseErr(t, c.src); !strings.HasPrefix(got, c.want) {
+				t.Fatalf("Parse(%q) error = %q, want prefix %q", c.src, got, c.want)
+			}
+		})
+	}
+	for _, v := range []struct {
+		src  string
+		want int
+	}{{"0", 0}, {"8", 8}, {"10", 10}, {"200", 200}} {
+		t.Run("accepts "+v.src, func(t *testing.T) {
+			c, err := Parse("config.yaml", []byte(fmt.Sprintf(runs, v.src)))
+			if err != nil || c.AutoReply.Sandbox.RunsPerDay != v.want {
+				t.Fatalf("Parse(runs_per_day: %s) = %d, %v, want %d, nil", v.src, c.AutoReply.Sandbox.RunsPerDay, err, v.want)
+			}
+		})
+	}
+}

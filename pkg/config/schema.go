@@ -145,6 +145,9 @@ func intValue(n *yaml.Node) (int64, error) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
 		return 0, fmt.Errorf("expected an integer, got %s", describe(n))
 	}
+	if err := decimalOnly(n); err != nil {
+		return 0, err
+	}
 	var v int64
 	if err := n.Decode(&v); err != nil {
 		return 0, fmt.Errorf("%s is not an integer that fits in 64 bits", n.Value)
@@ -190,7 +193,35 @@ func unitScalar(n *yaml.Node, what string) (string, error) {
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int") {
 		return "", fmt.Errorf("expected %s, got %s", what, describe(n))
 	}
+	if n.ShortTag() == "!!int" {
+		if err := decimalOnly(n); err != nil {
+			return "", err
+		}
+	}
 	return n.Value, nil
+}
+
+// decimalOnly refuses an integer written in any form but plain decimal digits: yaml.v3 reads
+// 010 as 8 and accepts 0x10, 0o17, 0b101, +5 and 1_000, so `runs_per_day: 010` would be
+// enforced as 8 while the operator reads ten.
+func decimalOnly(n *yaml.Node) error {
+	if !isDecimal(n.Value) {
+		return fmt.Errorf("%q is not a decimal integer (write it in the digits 0-9, without a leading 0, +, _ or a 0x, 0o or 0b prefix)", n.Value)
+	}
+	return nil
+}
+
+// isDecimal reports a canonical decimal integer: an optional '-' and digits without a
+// leading zero (0 itself excepted).
+func isDecimal(s string) bool {
+	t := strings.TrimPrefix(s, "-")
+	if t == "" || strings.Trim(t, "0123456789") != "" {
+		return false
+	}
+	if t == "0" {
+		return s == "0"
+	}
+	return t[0] != '0'
 }
 
 func durationField(name string, ptr func(*Config) *time.Duration) *field {
@@ -230,6 +261,11 @@ func moneyField(name string, ptr func(*Config) *money.Micros) *field {
 		decode: func(c *Config, n *yaml.Node) error {
 			if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
 				return fmt.Errorf("expected an amount such as \"5.00\", got %s", describe(n))
+			}
+			if n.ShortTag() == "!!int" {
+				if err := decimalOnly(n); err != nil {
+					return err
+				}
 			}
 			v, err := money.ParseDecimal(n.Value)
 			*ptr(c) = v

@@ -35,6 +35,9 @@ func SetWith(path, key, value string, check func(Config) error) error {
 	if hasControl(value) {
 		return fmt.Errorf("config set %s: the value must be one line without control characters", key)
 	}
+	if err := integerValue(f, value); err != nil {
+		return fmt.Errorf("config set %s: %w", key, err)
+	}
 	val, err := valueNode(f, value)
 	if err != nil {
 		return fmt.Errorf("config set %s: %w", key, err)
@@ -43,9 +46,46 @@ func SetWith(path, key, value string, check func(Config) error) error {
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		target = r // replace the file a symlinked config points to, not the link
 	}
-	src, perm, err := readForSet(target)
+	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+		return fmt.Errorf("config set: create config dir: %w", err)
+	}
+	// Two `anet config set` at once must not both read the old file and each write it with
+	// only their own change: the read, the edit and the write happen under one exclusive lock
+	// (whether anetd runs or not), and the write lands only if the file still holds the bytes
+	// the edit was made to (an editor that does not take the lock).
+	unlock, err := lockFile(lockPath(target))
+	if err != nil {
+		return fmt.Errorf("config set %s: %w", key, err)
+	}
+	defer unlock()
+	for attempt := 1; ; attempt++ {
+		err := setOnce(path, target, key, val, check)
+		if errors.Is(err, errChanged) && attempt < maxSetAttempts {
+			continue
+		}
+		return err
+	}
+}
+
+// maxSetAttempts bounds how often a set is redone when the file changes under it.
+const maxSetAttempts = 3
+
+// errChanged means the file changed between the read and the write; nothing was written.
+var errChanged = errors.New("the file changed while it was being edited; nothing was written, run the command again")
+
+// lockPath is the lock file beside the config: a dot file in the same directory, so that
+// whoever may replace the config may take its lock.
+func lockPath(target string) string {
+	return filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".lock")
+}
+
+func setOnce(path, target, key string, val *yaml.Node, check func(Config) error) error {
+	src, fi, err := readForSet(target)
 	if err != nil {
 		return err
+	}
+	if afterRead != nil {
+		afterRead(target)
 	}
 	out, err := edit(path, src, strings.Split(key, "."), val)
 	if err != nil {
@@ -60,11 +100,22 @@ func SetWith(path, key, value string, check func(Config) error) error {
 			return err
 		}
 	}
-	if err := writeAtomic(target, out, perm); err != nil {
+	if err := writeAtomic(target, out, src, fi); err != nil {
 		return fmt.Errorf("config set %s: %w", key, err)
+	}
+	// Report only a write that landed: what is in the file now is what was written.
+	got, err := os.ReadFile(target)
+	if err != nil {
+		return fmt.Errorf("config set %s: read back %s: %w", key, target, err)
+	}
+	if !bytes.Equal(got, out) {
+		return fmt.Errorf("config set %s: %s was replaced by another writer right after this one; check it with `anet config get %s`", key, target, key)
 	}
 	return nil
 }
+
+// afterRead, when set by a test, runs between reading the file and replacing it.
+var afterRead func(target string)
 
 func valueNode(f *field, value string) (*yaml.Node, error) {
 	if !f.list {
@@ -83,28 +134,39 @@ func valueNode(f *field, value string) (*yaml.Node, error) {
 	return listNode(items, 0), nil
 }
 
-func readForSet(path string) ([]byte, fs.FileMode, error) {
+// readForSet reads the file to edit; fi is nil when there is none yet (it is created 0600).
+func readForSet(path string) ([]byte, fs.FileInfo, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, 0, fmt.Errorf("config set: create config dir: %w", err)
-		}
-		return nil, 0o600, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("config set: %w", err)
+		return nil, nil, fmt.Errorf("config set: %w", err)
 	}
 	if err := CheckFileInfo(path, fi); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if fi.Size() > maxFileSize {
-		return nil, 0, fmt.Errorf("config set: %s is larger than %d bytes", path, maxFileSize)
+		return nil, nil, fmt.Errorf("config set: %s is larger than %d bytes", path, maxFileSize)
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("config set: %w", err)
+		return nil, nil, fmt.Errorf("config set: %w", err)
 	}
-	return src, fi.Mode().Perm(), nil
+	return src, fi, nil
+}
+
+// unchanged reports whether path still holds was (nil: still absent): the compare of the
+// compare-and-swap, made under the lock just before the rename.
+func unchanged(path string, was []byte, wasThere bool) (bool, error) {
+	now, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return !wasThere, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return wasThere && bytes.Equal(now, was), nil
 }
 
 // edit returns the new file content with path set to val, validated by Parse. It prefers the
@@ -123,7 +185,7 @@ func edit(name string, src []byte, path []string, val *yaml.Node) ([]byte, error
 		root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		doc = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}}
 	} else if err := yaml.Unmarshal(src, &doc); err != nil {
-		return nil, syntaxError(name, err)
+		return nil, syntaxError(name, src, err)
 	} else {
 		root = doc.Content[0]
 	}
@@ -210,9 +272,16 @@ func renderIndent(doc *yaml.Node, step int) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeAtomic replaces path with data: a temporary file in the same directory, fsync, rename,
-// fsync of the directory, so a crash leaves the old file or the new one, never a mix.
-func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+// writeAtomic replaces path with data: a temporary file in the same directory with the old
+// file's mode and owner (0600 for a new file), fsync, rename, fsync of the directory, so a
+// crash leaves the old file or the new one, never a mix. It writes nothing (errChanged) when
+// path no longer holds old, the bytes the edit was made to (old is nil and fi nil when there
+// was no file).
+func writeAtomic(path string, data, old []byte, fi fs.FileInfo) (err error) {
+	perm := fs.FileMode(0o600)
+	if fi != nil {
+		perm = fi.Mode().Perm()
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -227,6 +296,11 @@ func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 	if err = tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if fi != nil {
+		if err = keepOwner(tmp, fi); err != nil {
+			return fmt.Errorf("write %s: keep owner: %w", path, err)
+		}
+	}
 	if _, err = tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -235,6 +309,14 @@ func writeAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	same, err := unchanged(path, old, fi != nil)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if !same {
+		err = errChanged
+		return err
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

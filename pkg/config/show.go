@@ -71,3 +71,12 @@ func isInteger(s string) bool {
 	t := strings.TrimPrefix(s, "-")
 	return t != "" && len(t) <= 18 && strings.Trim(t, "0123456789") == ""
 }
+
+// integerValue refuses, for `config set` of an integer key, any form but decimal digits, as
+// Parse does in the file: the value is named with its key before anything is written.
+func integerValue(f *field, value string) error {
+	if f.integer && !isDecimal(value) {
+		return fmt.Errorf("%q is not a decimal integer (write it in the digits 0-9, without a leading 0, +, _ or a 0x, 0o or 0b prefix)", value)
+	}
+	return nil
+}

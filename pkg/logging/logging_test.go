@@ -2,6 +2,7 @@ package logging
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -99,4 +100,61 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+type testSecret struct{ v string }
+
+func (s testSecret) Reveal() string { return s.v }
+
+// TestRedactsSecretValuesNotNamesF3: the scrubber judges the value. A secret under an
+// innocent key (a secret type, a model key inside an error or a string) is redacted; a count,
+// flag or duration under a key that names a token is printed (the endpoint's
+// refused_without_token count was logged as [redacted]).
+func TestRedactsSecretValuesNotNamesF3(t *testing.T) {
+	const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
+	redactedCases := []struct {
+		name string
+		attr slog.Attr
+	}{
+		{"secret type", slog.Any("value", testSecret{"custom-service-key-without-shape"})},
+		{"key in a string", slog.String("detail", "upstream said: invalid x-api-key "+key)},
+		{"key in an error", slog.Any("err", fmt.Errorf("401 from upstream: %s is not valid", key))},
+		{"key in bytes", slog.Any("body", []byte(`{"error":"bad key `+key+`"}`))},
+		{"openai key", slog.String("arg", "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345")},
+		{"bytes under a token name", slog.Any("control_token", []byte("0123456789abcdef"))},
+		{"string under a token name", slog.String("token", "0123456789abcdef")},
+	}
+	for _, c := range redactedCases {
+		t.Run("redacts "+c.name, func(t *testing.T) {
+			if got := Redact(nil, c.attr); got.Value.String() != redacted {
+				t.Fatalf("Redact(%s=%v) = %v, want %s", c.attr.Key, c.attr.Value, got.Value, redacted)
+			}
+		})
+	}
+	kept := []slog.Attr{
+		slog.Int("refused_without_token", 3),
+		slog.Any("refused_without_token", float64(3)), // a helper's JSON line as anetd relays it
+		slog.Int64("api_key", 0),
+		slog.Uint64("secret", 7),
+		slog.Bool("token", true),
+		slog.Float64("password", 1.5),
+		slog.Duration("token", time.Second),
+		slog.String("task", "task-1 on disk-full host"),
+		slog.String("path", "/home/u/.config/anet/sk-short"),
+		slog.String("hash", "sk-"),
+	}
+	for _, a := range kept {
+		t.Run("keeps "+a.Key+"="+a.Value.String(), func(t *testing.T) {
+			if got := Redact(nil, a); !got.Equal(a) {
+				t.Fatalf("Redact(%s=%v) = %v, want it kept", a.Key, a.Value, got.Value)
+			}
+		})
+	}
+	t.Run("through the logger", func(t *testing.T) {
+		var buf bytes.Buffer
+		New(&buf, slog.LevelInfo).Info("endpoint closed", "requests", 2, "refused_without_token", 5, "err", errors.New("echo "+key))
+		if out := buf.String(); !strings.Contains(out, "refused_without_token=5") || strings.Contains(out, key) {
+			t.Fatalf("log line = %q, want the count kept and the key gone", out)
+		}
+	})
 }

@@ -83,11 +83,11 @@ func (n *Node) addPeer(r *http.Request) (any, error) {
 	if err := checkAID("aid", in.AID); err != nil {
 		return nil, err
 	}
+	if err := peer.ValidAddr(in.Addr); err != nil {
+		return nil, err // bad_peer_addr, naming the field
+	}
 	if in.AID == n.id.AID() {
 		return nil, control.BadRequestError("aid: %s is this node itself", in.AID)
-	}
-	if err := peer.ValidAddr(in.Addr); err != nil {
-		return nil, control.BadRequestError("%v", err)
 	}
 	if err := n.store.AddPeer(r.Context(), n.id, in.AID, in.Addr); err != nil {
 		return nil, err

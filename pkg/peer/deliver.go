@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"anet.dev/anet/pkg/peeraddr"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -116,6 +117,14 @@ func (s *Service) deliverPeer(ctx context.Context, list []store.OutboxItem) {
 	if addr == "" {
 		for _, it := range list {
 			s.retry(rctx, it, "no address for this peer: add it with `anet peer add AID ADDR`")
+		}
+		return
+	}
+	if err := peeraddr.Check("addr", addr); err != nil {
+		// Recorded before the rule (or by hand): never dialled; the messages wait, like
+		// those of a peer without an address, until `anet peer add` gives a valid one.
+		for _, it := range list {
+			s.retry(rctx, it, "the address for this peer is not valid ("+err.Error()+"): change it with `anet peer add AID HOST:PORT`")
 		}
 		return
 	}

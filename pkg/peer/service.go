@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"anet.dev/anet/pkg/peeraddr"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -187,21 +187,9 @@ func newID(prefix string) string {
 	return prefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
 }
 
-// ValidAddr checks a peer address: host:port with a port from 1 to 65535.
-func ValidAddr(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("addr: %q is not host:port: %v", addr, err)
-	}
-	if host == "" {
-		return fmt.Errorf("addr: %q has no host", addr)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("addr: port %q must be a number from 1 to 65535", port)
-	}
-	return nil
-}
+// ValidAddr checks a peer address under the one rule of pkg/peeraddr: host:port with an IP
+// address or a full host name, and a port from 1 to 65535; the error carries bad_peer_addr.
+func ValidAddr(addr string) error { return peeraddr.Check("addr", addr) }
 
 // InputError is a caller mistake in Send, Reply, Refuse or Answer; the text names the field.
 type InputError struct{ Err error }

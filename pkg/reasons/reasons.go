@@ -92,6 +92,8 @@ const (
 	// UnknownInteraction and UnknownPeer answer a well-formed id this node does not know.
 	UnknownInteraction Code = "unknown_interaction"
 	UnknownPeer        Code = "unknown_peer"
+	// BadPeerAddr refuses a peer address the sender could not dial (pkg/peeraddr).
+	BadPeerAddr Code = "bad_peer_addr"
 )
 
 // core is this file's codes. Each file's codes are a static table, and the catalog is built
@@ -126,6 +128,7 @@ var core = []Entry{
 	{MessageTooLarge, KindNode, "the message is larger than the protocol allows", ""},
 	{Internal, KindNode, "internal error; see the daemon log", ""},
 	{UnknownInteraction, KindNode, "no interaction with that id on this node; `anet inbox` lists tasks received", ""},
+	{BadPeerAddr, KindConfig, "a peer address must be HOST:PORT: an IP address or a full lower-case host name (letters, digits, '-' and '.'), and a valid port number", "C4"},
 	{UnknownPeer, KindNode, "no peer with that aid; `anet peer list` lists them, `anet peer add AID HOST:PORT` adds one", ""},
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"anet.dev/anet/pkg/peeraddr"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,10 +27,14 @@ type TrustEntry struct {
 }
 
 // AddPeer records (or changes) the address of aid, with a peer_added evidence entry.
-// addr is checked by the caller (pkg/peer.ValidAddr).
+// addr is checked again here, under the rule the caller checked it with (pkg/peeraddr), so
+// no path records an address the sender could only retry forever.
 func (s *Store) AddPeer(ctx context.Context, signer Signer, aid, addr string) error {
 	if err := validPeer(aid); err != nil {
 		return fmt.Errorf("add peer: %w", err)
+	}
+	if err := peeraddr.Check("addr", addr); err != nil {
+		return fmt.Errorf("add peer %s: %w", aid, err)
 	}
 	now := formatTime(s.now())
 	return s.writeTx(ctx, "add peer", func(ctx context.Context, tx *sql.Tx) error {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"anet.dev/anet/pkg/reasons"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -257,5 +258,22 @@ func TestSettledMessageRecordedOnce(t *testing.T) {
 	}
 	if d, err := s.OutboxState(ctx, "m-1"); err != nil || d.State != "delivered" || d.Attempts != 1 {
 		t.Fatalf("OutboxState() = %+v, %v, want delivered after 1 attempt", d, err)
+	}
+}
+
+// TestAddPeerRefusesBadAddrC4: the store checks a peer address again where it is recorded,
+// so no caller that skipped the check (or a new one) keeps an address the sender would
+// retry forever.
+func TestAddPeerRefusesBadAddrC4(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	signer := newSeedSigner(1)
+	for _, addr := range []string{"my host:7420", "bad_host!:7420", "a..b:7420", strings.Repeat("a", 300) + ":1"} {
+		if err := s.AddPeer(ctx, signer, goldenPeer, addr); reasons.CodeOf(err) != reasons.BadPeerAddr {
+			t.Errorf("AddPeer(%q) = %v, want %s", addr, err, reasons.BadPeerAddr)
+		}
+	}
+	if ps, err := s.Peers(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("Peers() after refused adds = %+v, %v, want none", ps, err)
 	}
 }
