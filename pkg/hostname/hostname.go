@@ -20,6 +20,26 @@ var localSuffixes = []string{"localhost", "local", "internal", "lan", "home.arpa
 // endpoint is asked for can only match an entry if both pass the same checks. Upper case is
 // refused rather than folded: the spec compares names exactly with lower-case entries.
 func Problem(name string) string {
+	if why := SyntaxProblem(name); why != "" {
+		return why
+	}
+	labels := strings.Split(name, ".")
+	if len(labels) < 2 {
+		return "is a single label (like localhost): give the full host name"
+	}
+	for _, s := range localSuffixes {
+		if name == s || strings.HasSuffix(name, "."+s) {
+			return fmt.Sprintf("ends in .%s, a local or special-use name", s)
+		}
+	}
+	return ""
+}
+
+// SyntaxProblem returns why name is not a well-formed canonical DNS host name, or "" when it
+// is: Problem without the rules that only public names obey, so "localhost", "nas" and
+// "box.local" pass. A peer's address (pkg/peeraddr) may be on the operator's own network; an
+// egress destination (H2, H4) may not.
+func SyntaxProblem(name string) string {
 	if name == "" {
 		return "is empty"
 	}
@@ -66,14 +86,6 @@ func Problem(name string) string {
 		// 127.1, 2130706433, 0x7f.0.0.1 and 017700000001 are IP addresses to inet_aton and
 		// the cgo resolver; no top-level domain is numeric.
 		return "ends in a numeric label (an IP address in another notation)"
-	}
-	if len(labels) < 2 {
-		return "is a single label (like localhost): give the full host name"
-	}
-	for _, s := range localSuffixes {
-		if name == s || strings.HasSuffix(name, "."+s) {
-			return fmt.Sprintf("ends in .%s, a local or special-use name", s)
-		}
 	}
 	return ""
 }

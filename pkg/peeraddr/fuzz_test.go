@@ -13,7 +13,7 @@ import (
 
 // FuzzCheck: an address Check accepts is exactly host:port as the sender dials it (JoinHostPort
 // gives it back byte for byte), its port a decimal from 1 to 65535, and its host an IP
-// literal without a zone or a name pkg/hostname accepts; every refusal is bad_peer_addr
+// literal without a zone or a name pkg/hostname's syntax rule accepts; every refusal is bad_peer_addr
 // naming the field, on one line (C4).
 func FuzzCheck(f *testing.F) {
 	for _, s := range []string{"127.0.0.1:7420", "[::1]:7420", "node-b.example.com:7420", "my host:7420",
@@ -40,8 +40,8 @@ func FuzzCheck(f *testing.F) {
 			if ip.Zone() != "" || ip.IsUnspecified() {
 				t.Fatalf("Check(%q) = nil with IP %s", addr, ip)
 			}
-		} else if why := hostname.Problem(host); why != "" {
-			t.Fatalf("Check(%q) = nil but hostname.Problem(%q) = %q", addr, host, why)
+		} else if why := hostname.SyntaxProblem(host); why != "" {
+			t.Fatalf("Check(%q) = nil but hostname.SyntaxProblem(%q) = %q", addr, host, why)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 // Package peeraddr holds the one rule for a peer's dial address (`anet peer add AID
-// HOST:PORT`): HOST is an IP literal or a host name under the project's host name rule
-// (pkg/hostname), and PORT a number from 1 to 65535. The rule is checked where an address is
+// HOST:PORT`): HOST is an IP literal or a well-formed host name (pkg/hostname's syntax rule;
+// unlike an egress destination, a peer may be on the operator's own network, so "localhost"
+// and "box.local" are names too), and PORT a number from 1 to 65535. The rule is checked where an address is
 // read (the CLI, the control API) and again where it is applied (the store that records it,
 // the sender that dials it), so an address the sender could only retry forever is never
 // kept. It is a leaf package: the CLI links it without the store or the peer service.
@@ -58,8 +59,8 @@ func Problem(addr string) string {
 	if strings.Contains(addr, "[") {
 		return fmt.Sprintf("%q: only an IPv6 address goes in brackets", addr)
 	}
-	if why := hostname.Problem(host); why != "" {
-		return fmt.Sprintf("%q: host %s (use a full lower-case host name or an IP address)", addr, why)
+	if why := hostname.SyntaxProblem(host); why != "" {
+		return fmt.Sprintf("%q: host %s (use a lower-case host name or an IP address)", addr, why)
 	}
 	return ""
 }

@@ -7,13 +7,15 @@ import (
 	"anet.dev/anet/pkg/reasons"
 )
 
-// TestCheckC4: `anet peer add` takes an IP literal or a host name under the project's host
-// name rule, with a port; everything else ("my host", "bad_host!", "a..b", 300
+// TestCheckC4: `anet peer add` takes an IP literal or a well-formed host name (local names
+// too), with a port; everything else ("my host", "bad_host!", "a..b", 300
 // characters) is refused with bad_peer_addr naming the field, before the sender would retry
 // it forever.
 func TestCheckC4(t *testing.T) {
 	good := []string{"127.0.0.1:7420", "[::1]:7420", "192.168.1.20:1", "[2001:db8::1]:65535",
-		"node-b.example.com:7420", "xn--bcher-kva.example:7420"}
+		"node-b.example.com:7420", "xn--bcher-kva.example:7420",
+		// A peer may be on the operator's own network: local and single-label names dial.
+		"localhost:7420", "nodeb:7420", "box.local:7420", "nas.home.arpa:7420"}
 	for _, a := range good {
 		t.Run("accepts "+a, func(t *testing.T) {
 			if err := Check("addr", a); err != nil {
@@ -35,7 +37,6 @@ func TestCheckC4(t *testing.T) {
 		{"named port", "node.example.com:http", "must be a number from 1 to 65535"},
 		{"no host", ":7420", "has no host"},
 		{"upper case", "Node.Example.com:7420", "upper-case"},
-		{"single label", "nodeb:7420", "single label"},
 		{"numeric ip-like", "127.1:7420", "numeric label"},
 		{"bracketed name", "[node.example.com]:7420", "only an IPv6 address goes in brackets"},
 		{"zone", "[fe80::1%eth0]:7420", "zone"},
