@@ -10,9 +10,9 @@ import (
 )
 
 // unsafeRune is what must never reach a terminal as itself, worked out here from the
-// standards rather than from needsEscape: C0 controls (but newline and tab where allowed),
-// DEL, C1 controls, Unicode's Bidi_Control set (U+061C, U+200E/F, U+202A–202E, U+2066–2069)
-// and the line and paragraph separators.
+// standards rather than from needsEscape: ASCII controls 0x00–0x1f (but newline and tab
+// where allowed), DEL, the 8-bit controls 0x80–0x9f, Unicode's Bidi_Control set (U+061C,
+// U+200E/F, U+202A–202E, U+2066–2069) and the line and paragraph separators.
 func unsafeRune(r rune, allowNLTab bool) bool {
 	switch {
 	case allowNLTab && (r == '\n' || r == '\t'):
@@ -42,8 +42,8 @@ func firstUnsafe(s string, allowNLTab bool) string {
 }
 
 // FuzzRender (U1): for any text,
-//   - Text's output is valid UTF-8 and has no ESC, no C0 control but newline and tab, no DEL,
-//     no C1 control, no bidi control, no line or paragraph separator; Line's has no newline
+//   - Text's output is valid UTF-8 and has no ESC, no ASCII control but newline and tab, no DEL,
+//     no 8-bit control, no bidi control, no line or paragraph separator; Line's has no newline
 //     or tab either; Block's lines each start with the prefix;
 //   - text that has none of them is left as it is;
 //   - rendering is idempotent (the package says plain text is untouched, and what it writes
