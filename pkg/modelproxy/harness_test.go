@@ -44,7 +44,14 @@ func randHex(t testing.TB, n int) string {
 // opts change the proxy's options (an allowance).
 func newHarness(t testing.TB, agent, model string, lim Limits, opts ...func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, key: "sk-operator-" + randHex(t, 16), ph: randHex(t, 32), logs: &modelproxytest.LogBuffer{}}
+	return newHarnessKey(t, "sk-operator-"+randHex(t, 16), agent, model, lim, opts...)
+}
+
+// newHarnessKey is newHarness with the operator's key given (a key of an operator's own
+// service, with characters an encoder escapes).
+func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...func(*Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, key: key, ph: randHex(t, 32), logs: &modelproxytest.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
 	up, _ := UpstreamFor(agent, "")
 	ca, err := testkit.NewCA(up.Host)

@@ -62,7 +62,7 @@ type Proxy struct {
 	rp     *httputil.ReverseProxy
 	c      counters
 	meter  *meter
-	// scrub takes the key out of every answer (E1).
+	// scrub takes the key, and the placeholder, out of every answer (E1).
 	scrub *keyScrub
 	// unmetered leaves response bodies unread (benchmarks measure what reading costs).
 	unmetered bool
@@ -111,7 +111,7 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 	if p.log == nil {
 		p.log = slog.Default()
 	}
-	scrub, err := newKeyScrub(o.Key.Reveal(), up.Host, p.log)
+	scrub, err := newScrub(o.Key.Reveal(), o.Placeholder, up.Host, p.log)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +443,7 @@ type countingWriter struct {
 	// held is the end of what was written that may be the beginning of the key; it leaves
 	// with the next write that shows it is not, or at end.
 	held, buf []byte
-	echoed    bool
+	echoed    echo
 	// stream: the answer is an event stream or of unknown length, so each piece is
 	// flushed to the agent before tap reads it. A JSON answer of known length is flushed
 	// whole once metered (see serve).
@@ -461,15 +461,14 @@ func (c *countingWriter) WriteHeader(s int) {
 }
 
 func (c *countingWriter) scrubHeader() {
-	if c.scrub.header(c.ResponseWriter.Header()) {
-		c.found()
-	}
+	c.found(c.scrub.header(c.ResponseWriter.Header()))
 }
 
-func (c *countingWriter) found() {
-	if !c.echoed {
-		c.echoed = true
-		c.scrub.echoed()
+// found records the secrets an answer held, each once per answer.
+func (c *countingWriter) found(what echo) {
+	if what &^= c.echoed; what != 0 {
+		c.echoed |= what
+		c.scrub.echoed(what)
 	}
 }
 
@@ -484,10 +483,8 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 		c.held = c.held[:0]
 		data, owned = c.buf, true
 	}
-	out, hold, found := c.scrub.body(data, owned, &c.buf)
-	if found {
-		c.found()
-	}
+	out, hold, found := c.scrub.body(data, owned, false, &c.buf)
+	c.found(found)
 	c.held = append(c.held, data[len(data)-hold:]...)
 	if err := c.send(out); err != nil {
 		return 0, err
@@ -514,13 +511,16 @@ func (c *countingWriter) send(b []byte) error {
 	return err
 }
 
-// end is the answer's end (called again, it finds nothing to do): the bytes held back were
-// not the key after all and leave, and the trailers (in the header map by now) are redacted.
+// end is the answer's end (called again, it finds nothing to do): the bytes held back leave,
+// redacted as they stand (they may hold a short pattern that waited on a longer one), and the
+// trailers (in the header map by now) are redacted.
 func (c *countingWriter) end() {
 	if len(c.held) > 0 {
 		held := c.held
 		c.held = nil
-		c.send(held)
+		out, _, found := c.scrub.body(held, true, true, &held)
+		c.found(found)
+		c.send(out)
 	}
 	c.scrubHeader()
 }

@@ -422,7 +422,9 @@ func (c *checker) otherFilter(f *node, op string, flt *node) {
 			c.fail(RuleMachService, flt, name+" is not among the services reviewed for a run")
 		}
 	case "iokit-open":
-		if flt.head() != "iokit-registry-entry-class" || arg(1) != "RootDomainUserClient" {
+		// One argument, as every filter here: what follows it (a (with no-sandbox), a second
+		// class) would be read by Seatbelt and not by this checker.
+		if flt.head() != "iokit-registry-entry-class" || len(flt.kids) != 2 || arg(1) != "RootDomainUserClient" {
 			c.fail(RuleFilter, flt, "the only IOKit user client a run may open is RootDomainUserClient")
 		}
 	case "sysctl-read":

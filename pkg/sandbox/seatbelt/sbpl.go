@@ -173,6 +173,11 @@ func (p *parser) regexBody(line int) (string, error) {
 		case '\n':
 			return "", fmt.Errorf("line %d: a regex may not span lines", line)
 		case '\\':
+			// An escaped newline would carry the regex onto the next line unseen, and the
+			// lines of every later violation with it.
+			if p.pos+1 < len(p.src) && p.src[p.pos+1] == '\n' {
+				return "", fmt.Errorf("line %d: a regex may not span lines", line)
+			}
 			p.pos += 2
 			continue
 		case '"':
