@@ -11,11 +11,11 @@ import (
 // lengthSite is one place a request carries an output length the cap covers (E3): the API,
 // the body with the length's value spliced in at %s, and the field's path as a refusal names it.
 type lengthSite struct {
-	name   string
-	eng    *Engine
-	api    API
-	body   string // one %s: the value
-	path   string
+	name string
+	eng  *Engine
+	api  API
+	body string // one %s: the value
+	path string
 	// capAt is where a null leaves the cap (chat sets the field its provider reads), or ""
 	// where a missing field stays missing and the null is dropped (compact has no length field
 	// of its own).
