@@ -254,10 +254,13 @@ func (e *Engine) anthropicTools(o object, betas map[string]bool, n *notes) *Refu
 		if !anthropicClientTool(typ) {
 			return refuse(ServerToolRefused, "tools[%d].type %q", i, reasons.Clip(typ, 60))
 		}
-		// A tool naming its own model (e.g. an advisor) is pinned and capped like the request.
+		// A tool naming its own model (e.g. an advisor) is pinned and capped like the request,
+		// its cap set when it has none: what that model writes is billed beside the answer,
+		// and the run's reservation counts it (outputBound, K2), which it could not do for a
+		// tool left to the model's own maximum.
 		if _, ok := to["model"]; ok {
 			to["model"] = e.pinned.ID
-			if r := e.capTokens(to, "max_tokens", fmt.Sprintf("tools[%d].max_tokens", i), false, n); r != nil {
+			if r := e.capTokens(to, "max_tokens", fmt.Sprintf("tools[%d].max_tokens", i), true, n); r != nil {
 				return r
 			}
 		}

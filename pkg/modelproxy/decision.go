@@ -180,12 +180,22 @@ type notes []string
 
 func (n *notes) add(format string, args ...any) { *n = append(*n, fmt.Sprintf(format, args...)) }
 
-// capTokens caps field key of o at the engine's cap and sets it when missing (E3). A
-// non-integer or non-positive value is refused: the upstream would refuse it too, and a cap
-// cannot apply.
+// capTokens caps field key of o at the engine's cap and sets it when missing (E3). A null is
+// missing: the upstreams read it as "not set" and use the model's own maximum, so it is never
+// forwarded; it is replaced by the cap, or dropped where a missing field stays missing. Any
+// other non-integer or non-positive value (a string, even "" or "100", a bool, a fraction, an
+// object) is refused naming the field, as it always was: the upstream would refuse it too, and
+// guessing what it meant could bill more than the reservation counted (K2).
 func (e *Engine) capTokens(o object, key, path string, setMissing bool, n *notes) *Refusal {
 	v, present := o[key]
-	if !present || v == nil {
+	if present && v == nil {
+		delete(o, key)
+		if !setMissing {
+			*n = append(*n, path+" null dropped")
+			return nil
+		}
+	}
+	if v == nil {
 		if setMissing {
 			o[key] = e.capNum
 			*n = append(*n, path+" set to "+string(e.capNum))

@@ -101,13 +101,15 @@ func (e *Engine) openAIBody(api API, o object, n *notes) *Refusal {
 }
 
 func (e *Engine) chatBody(o object, n *notes) *Refusal {
-	_, hasMax := o["max_tokens"]
-	_, hasMaxC := o["max_completion_tokens"]
 	for _, k := range []string{"max_completion_tokens", "max_tokens"} {
 		if r := e.capTokens(o, k, k, false, n); r != nil {
 			return r
 		}
 	}
+	// Looked at after capping, which drops a null: a field sent as null is not set, and a
+	// request whose only length fields were null gets the cap like one that sent none.
+	_, hasMax := o["max_tokens"]
+	_, hasMaxC := o["max_completion_tokens"]
 	if !hasMax && !hasMaxC {
 		// api.openai.com's reasoning models take only max_completion_tokens; compatible
 		// services more often know max_tokens.

@@ -16,8 +16,10 @@ func (e *Engine) Prices() *money.Prices {
 var outputTokenFields = []string{"max_tokens", "max_output_tokens", "max_completion_tokens"}
 
 // outputBound is the most output tokens the rewritten request o can generate, for its
-// worst-case cost (K2): the largest output field left after capping (fallbacks[] included),
-// or the cap where none is set. count_tokens generates nothing and costs nothing.
+// worst-case cost (K2): the largest output field of the request and its fallbacks[] (only one
+// of them answers), or the cap where none is set, plus the max_tokens of every tool that names
+// its own model (each is a second model writing beside the answer, billed with it; the rules
+// have set and capped each, E3). count_tokens generates nothing and costs nothing.
 func (e *Engine) outputBound(api API, o object) int64 {
 	if api == AnthropicCountTokens {
 		return 0
@@ -41,7 +43,21 @@ func (e *Engine) outputBound(api API, o object) int64 {
 		}
 	}
 	if !found {
-		return e.cap
+		bound = e.cap
+	}
+	// Only Messages pins and caps a tool's model (anthropicTools); elsewhere a tool's fields are
+	// not read as lengths, so an uncapped value there cannot swell the bound.
+	if tools, ok := o["tools"].([]any); ok && api == AnthropicMessages {
+		for _, t := range tools {
+			if to, ok := t.(object); ok && to["model"] != nil {
+				// Set by the rules for such a tool; the cap stands in should one be missing.
+				n, ok := intField(to["max_tokens"])
+				if !ok || n < 1 {
+					n = e.cap
+				}
+				bound += n
+			}
+		}
 	}
 	return bound
 }
