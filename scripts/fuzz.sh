@@ -42,7 +42,7 @@ for t in "${targets[@]}"; do
     failed=1
     continue
   fi
-  # go's last progress line: the execs and their rate, or how far the seeds' baseline got.
+  # go's last progress line: the execs and their rate, or how far its baseline run got.
   rate=$(grep -E '^fuzz: elapsed' "$log" | tail -n 1 | sed 's/^fuzz: //' || true)
   echo "ok   $dir $name ${rate:-(no progress line)}"
 done
