@@ -1,0 +1,104 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// chatAgentCase is one real agent that reaches the operator's api_base service as an
+// OpenAI-compatible Chat Completions provider (E10).
+type chatAgentCase struct {
+	agent, answer string
+	// extra is more YAML for the auto_reply section (the agent's runtime).
+	extra string
+}
+
+// runRealChatAgent runs agent for real in B's sandbox against chatFake as the operator's
+// api_base (test CA through SSL_CERT_FILE), with the model priced and capped below 8192 in
+// the models override, and checks, per E1–E4, E10, K1, S5, F3: the reply is exactly the
+// model's text; the operator's key reached the upstream on every request and nowhere else;
+// the placeholder was set in the sandbox and never reached the upstream; the model was the
+// pinned one and the output cap the model's; the scripted tool call ran in /work; the run
+// was counted once at the models file's prices; nothing of the run is left in the run root.
+func runRealChatAgent(t *testing.T, c chatAgentCase) {
+	t.Helper()
+	_, bin := agentBin(t, c.agent)
+	f := newARFake(t, t.TempDir(), "unused")
+	const pinned, capTokens = "llm-pinned-1", 2000
+	up := newChatFake(t, f.ca, f.key, pinned, c.answer, capTokens)
+	b := newARNode(t, f, arOptions{
+		autoReply: "  backend: exec\n  agent: " + c.agent + "\n  untrusted: sandbox\n  api_base: https://" + chatHost + "/v1\n" +
+			"  model: " + pinned + "\n  api_timeout_seconds: 120\n" + c.extra,
+		keys: "custom: " + f.key + "\n", agent: bin, redirects: chatHost + ":443=" + up.Addr(),
+	})
+	if err := os.WriteFile(b.path("config", "anet", "models.yaml"), []byte(chatModels(pinned, capTokens)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _, aidB := startPair(t, b)
+	ans := answerAt(t, a, send(t, a, aidB, "where do your tools run? --help"))
+	reqs := up.Requests()
+	logFake := func() {
+		for i, r := range reqs {
+			t.Logf("fake saw [%d] %s HTTP/%d\n  headers: %v\n  body: %.4000s", i, r.Path, r.Proto, redactHeaders(r.Header, f.key), r.Body)
+		}
+	}
+	if os.Getenv(realClientsDebugEnv) != "" {
+		logFake()
+	}
+	if ans.Type != "reply" || ans.Text != c.answer {
+		logFake()
+		t.Fatalf("A's answer = %+v, want exactly the model's text %q", ans, c.answer)
+	}
+	fail, done := requestFailures(t, up.Problems(), logFake)
+	defer done()
+	out, n := up.toolOutput()
+	if n < 2 {
+		fail("chat requests = %d, want the tool call's and the answer's (at least 2)", n)
+	}
+	m := regexp.MustCompile(`cwd=(\S+) ph=(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		fail("no tool result with the probe's output %q in the requests (tool output %q)", shellProbe, out)
+	} else {
+		if m[1] != "/work" {
+			fail("the tool ran in %s, want the run's /work", m[1])
+		}
+		if l, _ := strconv.Atoi(m[2]); l < 32 {
+			fail("ANET_PLACEHOLDER in the sandbox has %d characters, want the run's placeholder (32 or more)", l)
+		}
+	}
+	for i, r := range reqs {
+		if got := r.Header.Get("Authorization"); got != "Bearer "+f.key {
+			fail("request %d %s: Authorization is not exactly the operator's key (the placeholder or nothing reached the upstream)", i, r.Path)
+		}
+		if strings.Contains(string(r.Body), "ANET_PLACEHOLDER=") {
+			fail("request %d: the agent's environment reached the upstream", i)
+		}
+		if !strings.Contains(string(r.Body), "where do your tools run? --help") && r.Path == "/v1/chat/completions" {
+			fail("request %d: the task did not reach the model as the prompt", i)
+		}
+	}
+	if strings.Contains(ans.Text+b.logs.String(), f.key) {
+		fail("the operator's key appears in the reply or B's log (F3)")
+	}
+	if st := b.status(); st.Budget.RunsToday != 1 {
+		fail("runs today = %d, want 1", st.Budget.RunsToday)
+	}
+	checkRunCost(t, b, int64(n), chatCostPerRequest, map[string]float64{"input": chatPromptTokens, "output": chatCompletionTokens})
+	left, err := os.ReadDir(b.path("cache", "anet", "runs"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		fail("the run root still holds %s after the answer", filepath.Join("runs", e.Name()))
+	}
+}
+
+// P1, E1–E4, E10, K1, S5: the real opencode (opencode-ai 1.18.33 from .ci/npm-agents.sh)
+// answers a peer's task in B's sandbox through the operator's api_base, with a tool call.
+func TestAutoReplyRealOpencodeInSandbox(t *testing.T) {
+	runRealChatAgent(t, chatAgentCase{agent: "opencode", answer: "opencode ran its tool in /work."})
+}
