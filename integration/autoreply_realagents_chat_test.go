@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // chatAgentCase is one real agent that reaches the operator's api_base service as an
@@ -88,12 +90,15 @@ func runRealChatAgent(t *testing.T, c chatAgentCase) {
 		fail("runs today = %d, want 1", st.Budget.RunsToday)
 	}
 	checkRunCost(t, b, int64(n), chatCostPerRequest, map[string]float64{"input": chatPromptTokens, "output": chatCompletionTokens})
-	left, err := os.ReadDir(b.path("cache", "anet", "runs"))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	for _, e := range left {
-		fail("the run root still holds %s after the answer", filepath.Join("runs", e.Name()))
+	// The outcome does not wait for the run dir's removal, which follows it (bwrap's
+	// settled): wait for it, then nothing may be left.
+	runs := b.path("cache", "anet", "runs")
+	testkit.WaitFor(t, "the run's home and tmp removed", func() bool {
+		left, err := os.ReadDir(runs)
+		return err != nil || len(left) == 0
+	})
+	if left, err := os.ReadDir(runs); err == nil && len(left) > 0 {
+		fail("the run root still holds %d entries after the run settled", len(left))
 	}
 }
 
@@ -101,4 +106,15 @@ func runRealChatAgent(t *testing.T, c chatAgentCase) {
 // answers a peer's task in B's sandbox through the operator's api_base, with a tool call.
 func TestAutoReplyRealOpencodeInSandbox(t *testing.T) {
 	runRealChatAgent(t, chatAgentCase{agent: "opencode", answer: "opencode ran its tool in /work."})
+}
+
+// P1, E1–E4, E10, K1, S5: the real openclaw (2026.9.6, from .ci/npm-agents.sh) answers in
+// B's sandbox through the operator's api_base, on the Node it needs (24.21 from the npm
+// registry, in the agents' own prefix, given as auto_reply.agent_runtime; the system's Node
+// is older): `agent exec` with its config pinned and its workspace the run's /work, so the
+// reply is exactly the model's text, with no log line and no onboarding in it.
+func TestAutoReplyRealOpenclawInSandbox(t *testing.T) {
+	prefix, _ := agentBin(t, "openclaw")
+	runRealChatAgent(t, chatAgentCase{agent: "openclaw", answer: "openclaw ran its tool in /work.",
+		extra: "  agent_runtime: " + filepath.Join(prefix, "node", "bin", "node") + "\n"})
 }
