@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -117,4 +118,46 @@ func TestAutoReplyRealOpenclawInSandbox(t *testing.T) {
 	prefix, _ := agentBin(t, "openclaw")
 	runRealChatAgent(t, chatAgentCase{agent: "openclaw", answer: "openclaw ran its tool in /work.",
 		extra: "  agent_runtime: " + filepath.Join(prefix, "node", "bin", "node") + "\n"})
+}
+
+// E10, F2, B1: openclaw with the system's Node (Debian 12's 20, below the 24.16 it needs) is
+// refused before the run: nothing starts, nothing reaches the upstream, the run is not
+// counted, the requester gets sandbox_unavailable and the operator agent_runtime_too_old with
+// the fix (auto_reply.agent_runtime).
+func TestAutoReplyOpenclawOldNodeRefused(t *testing.T) {
+	_, bin := agentBin(t, "openclaw")
+	out, err := exec.Command("node", "--version").Output()
+	if err != nil {
+		t.Fatalf("the system's node is needed for this test (apt-get install nodejs): %v", err)
+	}
+	if !strings.HasPrefix(string(out), "v20.") && !strings.HasPrefix(string(out), "v22.") {
+		t.Fatalf("system node is %s: this test needs one openclaw refuses (Debian 12's 20)", out)
+	}
+	f := newARFake(t, t.TempDir(), "unused")
+	const pinned = "llm-pinned-1"
+	up := newChatFake(t, f.ca, f.key, pinned, "never", 2000)
+	b := newARNode(t, f, arOptions{
+		autoReply: "  backend: exec\n  agent: openclaw\n  untrusted: sandbox\n  api_base: https://" + chatHost + "/v1\n  model: " + pinned + "\n",
+		keys:      "custom: " + f.key + "\n", agent: bin, redirects: chatHost + ":443=" + up.Addr(),
+	})
+	if err := os.WriteFile(b.path("config", "anet", "models.yaml"), []byte(chatModels(pinned, 2000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _, aidB := startPair(t, b)
+	ans := answerAt(t, a, send(t, a, aidB, "hello"))
+	if ans.Type != "refusal" || ans.Code != "sandbox_unavailable" {
+		t.Fatalf("A's answer = %+v, want the refusal sandbox_unavailable", ans)
+	}
+	if n := len(up.Requests()); n != 0 {
+		t.Fatalf("upstream requests = %d, want 0", n)
+	}
+	if st := b.status(); st.Budget.RunsToday != 0 {
+		t.Fatalf("runs today = %d, want 0: a refused runtime is not a run", st.Budget.RunsToday)
+	}
+	if c := evidence(t, b, "run_counted"); len(c) != 0 {
+		t.Fatalf("run_counted entries = %d, want 0", len(c))
+	}
+	if l := b.logs.String(); !strings.Contains(l, "agent_runtime_too_old") || !strings.Contains(l, "auto_reply.agent_runtime") {
+		t.Fatalf("B's log lacks agent_runtime_too_old and its fix:\n%s", l)
+	}
 }

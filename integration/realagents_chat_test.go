@@ -61,7 +61,7 @@ func newChatFake(t *testing.T, ca *testkit.CA, key, pinned, answer string, cap i
 	t.Helper()
 	f := &chatFake{key: key, pinned: pinned, answer: answer, cap: cap, shellTools: map[string]string{
 		"bash": `{"command":` + shellProbeJSON + `,"description":"Print the working directory"}`, // opencode
-		"exec": `{"command":` + shellProbeJSON + `}`,                                            // openclaw
+		"exec": `{"command":` + shellProbeJSON + `}`,                                             // openclaw
 	}}
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
 	f.srv.EnableHTTP2 = true
