@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"anet.dev/anet/internal/testkit"
 )
@@ -42,7 +43,10 @@ func runRealChatAgent(t *testing.T, c chatAgentCase) {
 		t.Fatal(err)
 	}
 	a, _, aidB := startPair(t, b)
+	start := time.Now()
 	ans := answerAt(t, a, send(t, a, aidB, "where do your tools run? --help"))
+	// Reported for the README's table, never asserted.
+	t.Logf("%s: one turn through the node (send to answer) took %v", c.agent, time.Since(start).Round(time.Millisecond))
 	reqs := up.Requests()
 	logFake := func() {
 		for i, r := range reqs {
