@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/agents"
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 )
@@ -35,7 +36,9 @@ const runtimeVersionWait = 10 * time.Second
 func shebang(prog string) (name, path string, err error) {
 	f, err := os.Open(prog)
 	if err != nil {
-		return "", "", fmt.Errorf("agent program %s: %w", prog, err)
+		// Not this check's to report: the launcher resolves the program again and fails
+		// the run with its own error (a program that is gone or unreadable).
+		return "", "", nil
 	}
 	defer f.Close()
 	line, err := bufio.NewReader(f).ReadString('\n')
@@ -67,7 +70,9 @@ func resolveRuntime(ctx context.Context, spec agents.Spec, prog, configured stri
 		return agentRuntime{}, nil
 	}
 	name, abs, err := shebang(prog)
-	if err != nil || name == "" {
+	if err != nil || name != spec.Runtime.Program {
+		// A native binary, or a wrapper in another language (a shell script that starts
+		// the agent): not the interpreter the table speaks of, and nothing to check.
 		return agentRuntime{}, err
 	}
 	interp := configured
@@ -121,6 +126,26 @@ func resolveRuntime(ctx context.Context, spec agents.Spec, prog, configured stri
 	}
 	return rt, nil
 }
+
+// AgentRuntime is the interpreter a sandboxed run of c's agent would start with, and its
+// version, as a turn resolves and checks it (anet doctor, E10); "", "" for an agent that
+// needs none. The error carries agent_runtime_too_old for one the agent refuses.
+func (e *Engine) AgentRuntime(ctx context.Context, c config.AutoReply) (program, version string, err error) {
+	spec, ok := agents.Lookup(string(c.Agent))
+	if !ok {
+		return "", "", fmt.Errorf("unknown agent %q", c.Agent)
+	}
+	prog, err := e.AgentProgram(c)
+	if err != nil {
+		return "", "", err
+	}
+	rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath)
+	return rt.Program, rt.Version, err
+}
+
+// RuntimeCode is the code of an AgentRuntime error (agent_missing when it has none of its
+// own: the node cannot find the interpreter).
+func RuntimeCode(err error) reasons.Code { return runtimeCode(err) }
 
 // runtimeCode is the code of a runtime problem: its own, or agent_missing for one the node
 // cannot resolve (the node is not set up to run this agent).

@@ -40,6 +40,7 @@ func TestResolveRuntime(t *testing.T) {
 	wrongName := writeExec(t, filepath.Join(dir, "other", "bin", "nodejs"), "#!/bin/sh\necho v24.21.0\n")
 	script := writeExec(t, filepath.Join(dir, "agent", "openclaw.mjs"), "#!/usr/bin/env node\nconsole.log('hi')\n")
 	absScript := writeExec(t, filepath.Join(dir, "agent", "abs.mjs"), "#!"+node20+"\n")
+	wrapper := writeExec(t, filepath.Join(dir, "agent", "wrapper"), "#!/bin/sh\nexec node \"$0.mjs\" \"$@\"\n")
 	native := writeExec(t, filepath.Join(dir, "agent", "native"), "\x7fELF\x02\x01\x01")
 	oc, _ := agents.Lookup("openclaw")
 	claude, _ := agents.Lookup("claude")
@@ -69,6 +70,8 @@ func TestResolveRuntime(t *testing.T) {
 		{"agent_runtime named otherwise", oc, script, wrongName, onPath(node24), "", "", "", `asks for "node"`},
 		{"no node anywhere", oc, script, "", func(string) (string, error) { return "", exec.ErrNotFound }, "", "", "", "install Node"},
 		{"a native binary needs nothing", oc, native, "", onPath(node20), "", "", "", ""},
+		{"a shell wrapper is not the runtime", oc, wrapper, "", onPath(node20), "", "", "", ""},
+		{"a program that is gone is the launcher's to report", oc, filepath.Join(dir, "gone"), "", onPath(node20), "", "", "", ""},
 		{"an agent without a runtime needs nothing", claude, script, "", onPath(node20), "", "", "", ""},
 	}
 	for _, c := range cases {
