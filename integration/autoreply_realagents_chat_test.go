@@ -176,4 +176,13 @@ func TestAutoReplyOpenclawOldNodeRefused(t *testing.T) {
 	if l := b.logs.String(); !strings.Contains(l, "agent_runtime_too_old") || !strings.Contains(l, "auto_reply.agent_runtime") {
 		t.Fatalf("B's log lacks agent_runtime_too_old and its fix:\n%s", l)
 	}
+	// S8: doctor says so too, where it used to pass openclaw's --version run outside.
+	dout, _, err := b.anet("doctor", "--json")
+	if err == nil {
+		t.Fatalf("anet doctor with openclaw on Node 20 exited 0:\n%s", dout)
+	}
+	ag := parseDoctor(t, dout).group("node")["agent"]
+	if ag.OK || ag.Code != "agent_runtime_too_old" || !strings.Contains(ag.Fix, "agent_runtime") {
+		t.Fatalf("doctor's node.agent = %+v, want agent_runtime_too_old with the fix", ag)
+	}
 }
