@@ -47,7 +47,7 @@ type arFake struct {
 
 func newARFake(t *testing.T, dir string, pinned string) *arFake {
 	t.Helper()
-	ca, err := testkit.NewCA("api.anthropic.com", "api.openai.com")
+	ca, err := testkit.NewCA("api.anthropic.com", "api.openai.com", chatHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +67,7 @@ type arOptions struct {
 	sandboxd  string // anet-sandboxd binary; "" is the release build
 	bin       string // anetd binary; "" is anetd-test
 	agent     string // a real agent program put on PATH under its own name; "" is the test agent as claude
+	redirects string // more ANET_TEST_REDIRECTS pairs ("host:443=addr,…")
 }
 
 // newARNode makes node B: test-built anetd, helper dir, agent on PATH.
@@ -83,7 +84,7 @@ func newARNode(t *testing.T, f *arFake, o arOptions) *testNode {
 	}
 	n := newNode(t, nodeOptions{config: cfg, keys: keys, extraEnv: []string{
 		"SSL_CERT_FILE=" + f.caFile,
-		"ANET_TEST_REDIRECTS=api.anthropic.com:443=" + f.up.Addr() + ",api.openai.com:443=" + openai,
+		"ANET_TEST_REDIRECTS=api.anthropic.com:443=" + f.up.Addr() + ",api.openai.com:443=" + openai + redirects(o.redirects),
 	}})
 	// The test agent is `claude` on anetd's PATH, in a directory of its own (bound read-only
 	// into the sandbox as the agent's tree).
@@ -142,6 +143,13 @@ var (
 	arMu   sync.Mutex
 	arMeta = map[*testNode]arInfo{}
 )
+
+func redirects(more string) string {
+	if more == "" {
+		return ""
+	}
+	return "," + more
+}
 
 func copyExec(t *testing.T, from, to string) {
 	t.Helper()

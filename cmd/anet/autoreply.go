@@ -19,7 +19,7 @@ import (
 
 // autoReplyKeys are the keys `anet autoreply set` takes, relative to auto_reply.
 var autoReplyKeys = []string{
-	"backend", "agent", "trusted", "untrusted", "model", "api_base", "api_timeout_seconds",
+	"backend", "agent", "trusted", "untrusted", "model", "api_base", "agent_runtime", "api_timeout_seconds",
 	"work_dir", "work_retention", "egress_allow",
 	"sandbox.runs_per_day", "sandbox.runs_per_peer_per_day", "sandbox.spend_per_day", "sandbox.spend_per_peer_per_day",
 	"sandbox.memory_max", "sandbox.tasks_max", "sandbox.disk_max",

@@ -3,13 +3,13 @@
 # fails when a command or flag of `anet --help` is missing here.
 
 set -l anet_commands status doctor evidence config reload peer trust send inbox show reply autoreply
-set -l anet_autoreply_keys backend agent trusted untrusted model api_base api_timeout_seconds \
+set -l anet_autoreply_keys backend agent trusted untrusted model api_base agent_runtime api_timeout_seconds \
     work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day \
     sandbox.spend_per_day sandbox.spend_per_peer_per_day sandbox.memory_max sandbox.tasks_max sandbox.disk_max \
     sandbox.isolation sandbox.vm_accel
 set -l anet_config_keys listen keys_file log_level \
     auto_reply.backend auto_reply.agent auto_reply.trusted auto_reply.untrusted \
-    auto_reply.model auto_reply.api_base auto_reply.api_timeout_seconds \
+    auto_reply.model auto_reply.api_base auto_reply.agent_runtime auto_reply.api_timeout_seconds \
     auto_reply.work_dir auto_reply.work_retention auto_reply.egress_allow \
     auto_reply.sandbox.runs_per_day auto_reply.sandbox.runs_per_peer_per_day \
     auto_reply.sandbox.spend_per_day auto_reply.sandbox.spend_per_peer_per_day \

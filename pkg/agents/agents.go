@@ -29,8 +29,9 @@
 // Each agent's settings were checked against the CLI where it installs here (claude 2.1.197 and
 // the project's pinned 2.1.328, codex 0.171.0 and the pinned 0.169.0, opencode 1.18.33, each
 // run with For's output against a fake upstream in an empty network namespace)
-// and against the project's published documentation where it does not (hermes-agent, openclaw
-// 2026.9, which needs Node 22, and cursor-agent); the comments in each agent's file say which.
+// and openclaw 2026.9.6 on Node 24.21), and against the project's published documentation
+// where it does not install (hermes-agent, cursor-agent); the comments in each agent's file
+// say which.
 package agents
 
 import "anet.dev/anet/pkg/reasons"
@@ -59,19 +60,34 @@ type Spec struct {
 	Sandbox bool
 	// Checked says what the settings were verified against.
 	Checked string
+	// Runtime is the interpreter the installed program needs (E10); zero for a native binary.
+	Runtime Runtime
+}
+
+// nodeRuntime is Node with the versions an npm package's "engines" field asks for.
+func nodeRuntime(text string, ranges ...VersionRange) Runtime {
+	return Runtime{Program: "node", Ranges: ranges, Text: text}
 }
 
 var table = map[Agent]Spec{
+	// claude 2.1.328 and opencode 1.18.33 install native binaries (bin/claude.exe,
+	// bin/opencode.exe): no interpreter. codex.js and openclaw.mjs start with
+	// "#!/usr/bin/env node"; the ranges are their package.json "engines".
 	Claude: {Agent: Claude, Binary: "claude", Install: "npm install -g @anthropic-ai/claude-code",
 		Sandbox: true, Checked: "claude 2.1.197 and 2.1.328 run against a fake upstream"},
 	Codex: {Agent: Codex, Binary: "codex", Install: "npm install -g @openai/codex",
-		Sandbox: true, Checked: "codex-cli 0.169.0 and 0.171.0 run against a fake upstream (--strict-config)"},
+		Sandbox: true, Checked: "codex-cli 0.169.0 and 0.171.0 run against a fake upstream (--strict-config)",
+		Runtime: nodeRuntime("Node 16 or later", VersionRange{Min: Version{16}})},
 	Opencode: {Agent: Opencode, Binary: "opencode", Install: "npm install -g opencode-ai",
-		Sandbox: true, Checked: "opencode 1.18.33 run against a fake upstream"},
+		Sandbox: true, Checked: "opencode 1.18.33 run against a fake Chat Completions upstream through the node"},
 	Hermes: {Agent: Hermes, Binary: "hermes", Install: "see https://github.com/NousResearch/hermes-agent (Python; not on npm)",
-		Sandbox: true, Checked: "hermes-agent documentation (CLI reference, configuration, toolsets)"},
-	Openclaw: {Agent: Openclaw, Binary: "openclaw", Install: "npm install -g openclaw (needs Node 22 or later)",
-		Sandbox: true, Checked: "openclaw documentation (agent CLI, model providers, tools, environment)"},
+		Sandbox: true, Checked: "hermes-agent documentation (CLI reference, configuration, toolsets)",
+		// Not installable here: the version it needs is not checked.
+		Runtime: Runtime{Program: "python3", Text: "Python 3 (the version hermes-agent's own docs name)"}},
+	Openclaw: {Agent: Openclaw, Binary: "openclaw", Install: "npm install -g openclaw (needs Node >= 24.16 < 25 or >= 26.1)",
+		Sandbox: true, Checked: "openclaw 2026.9.6 on Node 24.21 run against a fake Chat Completions upstream through the node",
+		Runtime: nodeRuntime("Node >= 24.16 < 25 or >= 26.1",
+			VersionRange{Min: Version{24, 16}, Below: Version{25}}, VersionRange{Min: Version{26, 1}})},
 	Cursor: {Agent: Cursor, Binary: "cursor-agent", Install: "see https://cursor.com/docs/cli (operator's own login)",
 		Sandbox: false, Checked: "cursor CLI documentation (headless print mode)"},
 }

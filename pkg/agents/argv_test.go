@@ -30,8 +30,6 @@ func taskPrefix(a Agent) (prefix string, dashdash bool) {
 	switch a {
 	case Hermes:
 		return "--oneshot=", false
-	case Openclaw:
-		return "--message=", false
 	}
 	return "", true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,7 +217,8 @@ func TestHermesConfigYAML(t *testing.T) {
 
 // TestOpenclawConfigJSON: openclaw.json's provider is the endpoint (/v1 for
 // openai-completions), with the placeholder by ${VAR}, the pinned model as primary, output
-// capped at 8192 and web tools denied.
+// capped at 8192 and web tools denied (E2–E4); `agent exec` runs against exactly that file
+// with the run's /work as workspace, no bootstrap, and logs at warn (E10).
 func TestOpenclawConfigJSON(t *testing.T) {
 	l := mustFor(t, params(Openclaw, true))
 	var doc map[string]any
@@ -232,9 +234,15 @@ func TestOpenclawConfigJSON(t *testing.T) {
 		{[]any{"agents", "defaults", "model", "primary"}, "anet/llm-pinned-1"},
 		{[]any{"tools", "profile"}, "coding"},
 		{[]any{"tools", "deny"}, []any{"web_search", "web_fetch", "browser"}},
+		{[]any{"agents", "defaults", "workspace"}, "/work"},
+		{[]any{"agents", "defaults", "skipBootstrap"}, true},
+		{[]any{"logging", "level"}, "warn"},
 	})
-	if l.Env["OPENCLAW_CONFIG_PATH"] != "/home/agent/.openclaw/openclaw.json" {
-		t.Errorf("OPENCLAW_CONFIG_PATH = %q, want the written file", l.Env["OPENCLAW_CONFIG_PATH"])
+	// The run is pinned to the written file and its workspace is the run's /work: exec's
+	// --config and --cwd, before the "--" that ends the options.
+	want := []string{"openclaw", "agent", "exec", "--config", "/home/agent/.openclaw/openclaw.json", "--cwd", "/work", "--"}
+	if got := l.Argv[:len(l.Argv)-1]; !slices.Equal(got, want) {
+		t.Errorf("openclaw argv = %q, want %q then the task", l.Argv, want)
 	}
 }
 

@@ -103,16 +103,27 @@ func hermes(p Params) (Launch, error) {
 	}, nil
 }
 
-// openclaw is OpenClaw in the sandbox. It needs Node 22 (this host has 20), so the settings
-// follow its documentation: docs.openclaw.ai cli/agent (`agent --local` runs the embedded
-// agent without a gateway and prints the reply text; one session selector such as --agent is
-// required), providers/models and concepts/model-providers (`models.providers.<id>: {baseUrl,
-// apiKey, api, models[]}`, `agents.defaults.model.primary: "<id>/<model>"`), help/environment
-// (`${VAR}` substitution, OPENCLAW_CONFIG_PATH, OPENCLAW_STATE_DIR) and tools (profile
-// "coding" has no web or browser tool; the deny list wins over any allow). api is
-// openai-completions with /v1; anthropic-messages would take the base URL without /v1.
+// openclaw is OpenClaw in the sandbox. Checked with openclaw 2026.9.6 (on Node 24.21 from the
+// npm registry's node package: it needs Node >= 24.16 < 25 or >= 26.1) against a fake
+// Chat Completions upstream through the node's sandbox, and against the docs it ships
+// (docs/cli/agent.md, docs/gateway/config-agents/workspace-and-bootstrap.md):
+//   - `agent exec` is the documented headless entry point "for CI and coding automation": one
+//     embedded turn, no Gateway, a temporary state dir removed afterwards, exit 0 only on
+//     success, and only the reply on stdout. `agent --local` printed its log lines
+//     ("[agent/embedded] …") on stdout around the answer, ran its tools in
+//     ~/.openclaw/workspace and pushed the onboarding BOOTSTRAP.md into every first run.
+//   - `--config FILE` pins the run to exactly that file ("a missing or invalid file fails the
+//     run rather than falling back to defaults"); `--cwd` is the workspace and the tools'
+//     working directory, the run's /work; exec "never bootstraps", and
+//     agents.defaults.skipBootstrap and .workspace say the same in the file for any path that
+//     reads it. logging.level and consoleLevel "warn" (and OPENCLAW_LOG_LEVEL) keep info lines
+//     off every stream.
+//   - models.providers.<id> {baseUrl, apiKey, api, models[]} with api openai-completions at /v1;
+//     `${VAR}` substitution keeps the placeholder in the environment; tools profile "coding"
+//     has no web or browser tool and the deny list wins over any allow.
+//
+// The task follows "--", so commander never reads it as an option.
 func openclaw(p Params) (Launch, error) {
-	state := path.Join(p.Home, ".openclaw")
 	cfg := map[string]any{
 		"models": map[string]any{"providers": map[string]any{providerID: map[string]any{
 			"baseUrl": endpoint(p.Port) + "/v1",
@@ -124,23 +135,26 @@ func openclaw(p Params) (Launch, error) {
 			}},
 		}}},
 		"agents": map[string]any{"defaults": map[string]any{
-			"model": map[string]any{"primary": providerID + "/" + p.Model},
+			"model":         map[string]any{"primary": providerID + "/" + p.Model},
+			"workspace":     p.Work,
+			"skipBootstrap": true,
 		}},
 		"tools": map[string]any{
 			"profile": "coding",
 			"deny":    []string{"web_search", "web_fetch", "browser"},
 		},
+		"logging": map[string]any{"level": "warn", "consoleLevel": "warn"},
 	}
 	js, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return Launch{}, fmt.Errorf("openclaw config: %w", err)
 	}
+	file := path.Join(p.Home, ".openclaw", "openclaw.json")
 	return Launch{
-		Argv: []string{"openclaw", "agent", "--local", "--agent", "main", "--message=" + p.Task},
+		Argv: []string{"openclaw", "agent", "exec", "--config", file, "--cwd", p.Work, "--", p.Task},
 		Env: map[string]string{
-			"OPENCLAW_CONFIG_PATH": path.Join(state, "openclaw.json"),
-			"OPENCLAW_STATE_DIR":   state,
-			PlaceholderEnv:         p.Placeholder,
+			"OPENCLAW_LOG_LEVEL": "warn",
+			PlaceholderEnv:       p.Placeholder,
 		},
 		Files:  []File{{Path: ".openclaw/openclaw.json", Mode: 0o600, Content: string(js) + "\n"}},
 		Answer: AnswerSource{Kind: AnswerText},

@@ -180,7 +180,9 @@ func direct(p Params) Launch {
 	case Hermes:
 		return Launch{Argv: []string{"hermes", "--oneshot=" + p.Task}, Answer: AnswerSource{Kind: AnswerText}}
 	case Openclaw:
-		return Launch{Argv: []string{"openclaw", "agent", "--local", "--agent", "main", "--message=" + p.Task},
+		// agent exec: the documented headless turn, with the operator's own config, in the
+		// run's work dir (its default --cwd), printing only the reply.
+		return Launch{Argv: []string{"openclaw", "agent", "exec", "--", p.Task},
 			Answer: AnswerSource{Kind: AnswerText}}
 	default: // Cursor: print mode, the operator's own login; approvals it needs are rejected.
 		return Launch{Argv: []string{"cursor-agent", "-p", "--output-format", "text", "--", p.Task},

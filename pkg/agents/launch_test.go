@@ -150,8 +150,7 @@ func TestExactEnv(t *testing.T) {
 		}},
 		{Hermes, map[string]string{"HERMES_HOME": "/home/agent/.hermes", "ANET_PLACEHOLDER": testPlaceholder}},
 		{Openclaw, map[string]string{
-			"OPENCLAW_CONFIG_PATH": "/home/agent/.openclaw/openclaw.json",
-			"OPENCLAW_STATE_DIR":   "/home/agent/.openclaw", "ANET_PLACEHOLDER": testPlaceholder,
+			"OPENCLAW_LOG_LEVEL": "warn", "ANET_PLACEHOLDER": testPlaceholder,
 		}},
 	}
 	for _, c := range cases {

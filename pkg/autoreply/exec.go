@@ -70,6 +70,16 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	tr.ok(stage, prog)
 	var usage json.RawMessage
 	if sandboxed {
+		// E10: the agent's interpreter is part of the agent; a wrong one is refused here,
+		// before the probe and before anything is counted.
+		rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath)
+		if err != nil {
+			return fail(runtimeCode(err), err.Error())
+		}
+		if rt.Program != "" {
+			tr.ok(stage, "runtime "+rt.Program+" "+rt.Version)
+		}
+		rs.RuntimeTree, rs.RuntimeBin = rt.Tree, rt.Bin
 		// P2: the probe first; a failed probe or a helper that is down starts nothing.
 		stage = "probe"
 		res, err := e.probeNow(ctx)

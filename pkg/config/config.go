@@ -58,6 +58,9 @@ type AutoReply struct {
 	Model string
 	// APIBase is the model service for agents that need one (E10); "" when unset.
 	APIBase string
+	// AgentRuntime is the interpreter a script agent runs with (an absolute path: a Node
+	// from nvm, fnm or a prefix); "" resolves the agent's "#!" line on anetd's PATH (E10).
+	AgentRuntime string
 	// APITimeout caps a run's wall clock (S6); the file holds it as api_timeout_seconds.
 	APITimeout time.Duration
 	// WorkDir overrides the unsandboxed work root (S3); "" means <cache>/anet/work.

@@ -36,6 +36,7 @@ var schema = &field{children: []*field{
 		stringField("untrusted", func(c *Config) *Mode { return &c.AutoReply.Untrusted }),
 		stringField("model", func(c *Config) *string { return &c.AutoReply.Model }),
 		stringField("api_base", func(c *Config) *string { return &c.AutoReply.APIBase }),
+		stringField("agent_runtime", func(c *Config) *string { return &c.AutoReply.AgentRuntime }),
 		secondsField("api_timeout_seconds", func(c *Config) *time.Duration { return &c.AutoReply.APITimeout }),
 		stringField("work_dir", func(c *Config) *string { return &c.AutoReply.WorkDir }),
 		durationField("work_retention", func(c *Config) *time.Duration { return &c.AutoReply.WorkRetention }),

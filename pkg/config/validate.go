@@ -52,6 +52,7 @@ func (c Config) issues() []*Error {
 		add("auto_reply.api_timeout_seconds", fmt.Errorf("%s is out of range (allowed: whole seconds, 1 to 86400)", fmtSeconds(a.APITimeout)))
 	}
 	add("auto_reply.work_dir", checkAbsPath(a.WorkDir))
+	add("auto_reply.agent_runtime", checkAbsPath(a.AgentRuntime))
 	if a.WorkRetention < 0 {
 		add("auto_reply.work_retention", fmt.Errorf("%s is negative (allowed: 0 or more, e.g. 168h or 7d)", a.WorkRetention))
 	}

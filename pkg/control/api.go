@@ -8,6 +8,7 @@ import (
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/reasons"
 )
 
 // The types below are the control API's JSON documents, shared by anetd and the CLI (and
@@ -57,10 +58,15 @@ type DoctorView struct {
 	Probe      json.RawMessage `json:"probe,omitempty"`
 	ProbeError string          `json:"probe_error,omitempty"`
 	// AgentPath is the configured agent's program on anetd's PATH ("" with AgentError).
-	AgentPath  string                `json:"agent_path,omitempty"`
-	AgentError string                `json:"agent_error,omitempty"`
-	Keys       preflight.KeysVerdict `json:"keys"`
-	Run        *preflight.RunVerdict `json:"run,omitempty"`
+	AgentPath  string `json:"agent_path,omitempty"`
+	AgentError string `json:"agent_error,omitempty"`
+	// AgentRuntime is the agent's interpreter and version as a sandboxed turn checks them
+	// ("" for a native binary); AgentRuntimeError and its code say why a turn would refuse it.
+	AgentRuntime      string                `json:"agent_runtime,omitempty"`
+	AgentRuntimeError string                `json:"agent_runtime_error,omitempty"`
+	AgentRuntimeCode  reasons.Code          `json:"agent_runtime_code,omitempty"`
+	Keys              preflight.KeysVerdict `json:"keys"`
+	Run               *preflight.RunVerdict `json:"run,omitempty"`
 }
 
 // ReloadState is the outcome of the last reload (SIGHUP, anet reload, a config change by

@@ -111,11 +111,21 @@ func agentCheck(v control.DoctorView, s Setup) check.Check {
 		c.Fix = s.AgentInstall
 		return c
 	}
+	if v.AgentRuntimeError != "" {
+		// The interpreter a turn would refuse fails here too: a passing --version run
+		// outside the sandbox says nothing about the run (E10).
+		c := check.Fail("agent", "E10", v.AgentRuntimeCode, fmt.Sprintf("%s at %s: %s", agent, v.AgentPath, v.AgentRuntimeError))
+		c.Fix = "install the runtime it needs and point the node at it: anet autoreply set agent_runtime /path/to/node"
+		return c
+	}
 	d := agent + " at " + v.AgentPath
 	if s.AgentVersion != nil {
 		if ver := s.AgentVersion(v.AgentPath); ver != "" {
 			d += " (" + ver + ")"
 		}
+	}
+	if v.AgentRuntime != "" {
+		d += ", runtime " + v.AgentRuntime
 	}
 	return check.Pass("agent", "", d)
 }

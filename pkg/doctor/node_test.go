@@ -66,6 +66,11 @@ func TestNodeChecksWorking(t *testing.T) {
 	if a := got["node.agent"]; !strings.Contains(a.Detail, "/opt/agent/claude (2.0.1 (Claude Code))") {
 		t.Errorf("agent = %+v", a)
 	}
+	v := workingView(t)
+	v.AgentRuntime = "/opt/node/bin/node 24.21.0"
+	if a := byName(NodeChecks(v, testSetup()))["node.agent"]; !a.OK || !strings.Contains(a.Detail, "runtime /opt/node/bin/node 24.21.0") {
+		t.Errorf("agent with a runtime = %+v, want it named (E10)", a)
+	}
 }
 
 // S8, F1, S6: each failure carries its code, a detail that does not repeat the code's
@@ -95,6 +100,10 @@ func TestNodeChecksNameTheFix(t *testing.T) {
 			v.AgentPath, v.AgentError = "", `exec: "claude": executable file not found in $PATH`
 		}, nil,
 			"node.agent", false, reasons.AgentMissing, "npm install -g @anthropic-ai/claude-code", "claude (claude): exec"},
+		{"agent runtime too old", func(v *control.DoctorView) {
+			v.AgentRuntimeError, v.AgentRuntimeCode = "/usr/bin/node is 20.20.2; openclaw needs Node >= 24.16 < 25 or >= 26.1", reasons.AgentRuntimeTooOld
+		}, nil,
+			"node.agent", false, reasons.AgentRuntimeTooOld, "anet autoreply set agent_runtime", "/usr/bin/node is 20.20.2"},
 		{"no key", func(v *control.DoctorView) { v.Keys.Providers = nil }, nil,
 			"node.key", false, reasons.NoAPIKey, "add the line `anthropic: KEY` to /cfg/keys.yaml (mode 0600), then anet reload", "no key for anthropic"},
 		{"keys file refused", func(v *control.DoctorView) {

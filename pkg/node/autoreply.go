@@ -30,6 +30,9 @@ type autoReplier interface {
 	reload(c config.AutoReply, directWork string) error
 	// agentProgram is c's agent program as a turn would start it (anet doctor).
 	agentProgram(c config.AutoReply) (string, error)
+	// agentRuntime is c's agent's interpreter and version as a sandboxed turn would check
+	// them, with the refusal's code (anet doctor, E10).
+	agentRuntime(ctx context.Context, c config.AutoReply) (program, version string, code reasons.Code, err error)
 }
 
 func (n *Node) autoReplyRoutes(s *control.Server) {

@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"time"
 
@@ -128,6 +129,20 @@ func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, con
 
 func (a engineAdapter) agentProgram(c config.AutoReply) (string, error) {
 	return a.Engine.AgentProgram(c)
+}
+
+func (a engineAdapter) agentRuntime(ctx context.Context, c config.AutoReply) (string, string, reasons.Code, error) {
+	p, v, err := a.Engine.AgentRuntime(ctx, c)
+	if err != nil {
+		code := autoreply.RuntimeCode(err)
+		// Doctor prints the code's sentence itself: hand on the detail only.
+		var re *reasons.Error
+		if errors.As(err, &re) {
+			err = errors.New(re.Detail)
+		}
+		return "", "", code, err
+	}
+	return p, v, "", nil
 }
 
 func (a engineAdapter) reload(c config.AutoReply, directWork string) error {

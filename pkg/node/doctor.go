@@ -28,6 +28,12 @@ func (n *Node) doctorView(r *http.Request) (any, error) {
 			v.AgentError = err.Error()
 		} else {
 			v.AgentPath = p
+			prog, ver, code, err := n.ar.agentRuntime(ctx, c)
+			if err != nil {
+				v.AgentRuntimeError, v.AgentRuntimeCode = err.Error(), code
+			} else if prog != "" {
+				v.AgentRuntime = prog + " " + ver
+			}
 		}
 	} else {
 		v.AgentError = "auto-reply is not in this build"

@@ -73,6 +73,9 @@ const (
 	// AgentMissing: the configured agent's program is not on anetd's PATH (anet doctor says
 	// so too, with the command that installs it).
 	AgentMissing Code = "agent_missing"
+	// AgentRuntimeTooOld: the interpreter the agent's program runs with (its #! line, or
+	// auto_reply.agent_runtime) is older than the agent needs; refused before the run.
+	AgentRuntimeTooOld Code = "agent_runtime_too_old"
 )
 
 // Warnings (S6, N1, N2).
@@ -117,6 +120,7 @@ var core = []Entry{
 	{NoAPIBase, KindConfig, "auto_reply.api_base must be set for this agent", "E10"},
 	{NoModel, KindConfig, "no model is configured and the upstream has no known cheapest model", "E2"},
 	{AgentMissing, KindConfig, "the configured agent (auto_reply.agent) is not installed on anetd's PATH", "F2"},
+	{AgentRuntimeTooOld, KindConfig, "the agent's interpreter is older than the agent needs (see anet doctor); install a version it supports and set auto_reply.agent_runtime to that program", "E10"},
 
 	{NoCgroupLimits, KindWarning, "memory and task limits are not available (no user systemd and no delegated cgroup); the other limits still apply", "S6"},
 	{DiskLow, KindWarning, "free disk space is below intake.disk_free_min: tasks from peers the node does not know are refused (known peers below half of it, trusted peers below a quarter); free space or lower the floor", "N1"},

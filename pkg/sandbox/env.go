@@ -24,6 +24,22 @@ import (
 // BaseEnv returns the variables every sandboxed run gets, in a fixed order.
 func BaseEnv() []string { return baseEnv(SandboxHome, SandboxTmp) }
 
+// RunEnv is BaseEnv for a run whose interpreter lives in runtimeBin (Spec.RuntimeBin): that
+// directory comes first on PATH, so the agent's "#!/usr/bin/env node" finds the interpreter
+// the node resolved and checked, not an older system one. "" is BaseEnv.
+func RunEnv(runtimeBin string) []string {
+	env := BaseEnv()
+	if runtimeBin == "" {
+		return env
+	}
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + runtimeBin + ":" + SandboxPATH
+		}
+	}
+	return env
+}
+
 // HostPathEnv is BaseEnv for a backend whose runs see host paths (Seatbelt: no mount
 // namespace): the run's own home and tmp under its run dir, and the platform's PATH.
 func HostPathEnv(home, tmp, path string) []string {

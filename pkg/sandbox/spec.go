@@ -128,6 +128,13 @@ type Spec struct {
 	// AgentTree is the agent's installation directory, bound read-only at its own path.
 	// Empty: the directory of realpath(Argv[0]) unless that is already a system directory.
 	AgentTree string `json:"agent_tree,omitempty"`
+	// RuntimeTree is the installation directory of the agent's interpreter when it is not a
+	// system one (a Node from a per-user or per-project prefix that an agent's
+	// "#!/usr/bin/env node" must find), bound read-only at its own path like the agent tree.
+	// RuntimeBin is the directory of the interpreter program inside it, put first on the
+	// run's PATH. Both empty: the system's interpreters only.
+	RuntimeTree string `json:"runtime_tree,omitempty"`
+	RuntimeBin  string `json:"runtime_bin,omitempty"`
 	// WorkRoot is the root of work dirs (<cache>/anet/work-sandbox or …/work) and WorkSub the
 	// run's dir below it ("<aid>/<interaction>"). Components of WorkSub are created without
 	// following links. Both empty: the run gets a fresh work dir removed at its end.
@@ -208,10 +215,17 @@ func (s *Spec) Validate() error {
 	}
 	for _, p := range []struct{ name, v string }{
 		{"agent_tree", s.AgentTree}, {"work_root", s.WorkRoot}, {"endpoint", s.Endpoint},
+		{"runtime_tree", s.RuntimeTree}, {"runtime_bin", s.RuntimeBin},
 	} {
 		if p.v != "" && !cleanAbs(p.v) {
 			errs = append(errs, fmt.Errorf("%s %q: want a clean absolute path", p.name, p.v))
 		}
+	}
+	if (s.RuntimeTree == "") != (s.RuntimeBin == "") || s.RuntimeTree != "" && !Within(s.RuntimeBin, s.RuntimeTree) {
+		errs = append(errs, fmt.Errorf("runtime_bin %q: want a directory inside runtime_tree %q, both set or neither", s.RuntimeBin, s.RuntimeTree))
+	}
+	if strings.ContainsRune(s.RuntimeBin, ':') {
+		errs = append(errs, fmt.Errorf("runtime_bin %q: a PATH entry cannot hold ':'", s.RuntimeBin))
 	}
 	if s.RunRoot == "" || !cleanAbs(s.RunRoot) {
 		errs = append(errs, fmt.Errorf("run_root %q: want a clean absolute path", s.RunRoot))

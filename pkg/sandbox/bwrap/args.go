@@ -32,6 +32,9 @@ type Layout struct {
 	Self string
 	// AgentTree is the resolved agent installation dir bound read-only at its own path, or "".
 	AgentTree string
+	// RuntimeTree is the resolved interpreter installation dir bound read-only at its own path
+	// (Spec.RuntimeTree), or ""; RuntimeBin, inside it, comes first on the run's PATH.
+	RuntimeTree, RuntimeBin string
 	// SeccompFDs are the child's fd numbers of the sealed seccomp programs.
 	SeccompFDs []int
 	// EnvFD is the child's fd number of the handed-in environment (NUL-separated), or -1.
@@ -135,6 +138,9 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	if l.AgentTree != "" {
 		a = append(a, "--ro-bind", l.AgentTree, l.AgentTree)
 	}
+	if l.RuntimeTree != "" && !sandbox.Within(l.RuntimeTree, l.AgentTree) {
+		a = append(a, "--ro-bind", l.RuntimeTree, l.RuntimeTree)
+	}
 	if l.Endpoint != "" {
 		// Read-only still lets init connect(); the run cannot replace or chmod the socket.
 		a = append(a, "--ro-bind", l.Endpoint, sandbox.SandboxEndpoint)
@@ -160,7 +166,7 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	// so a run writes only its home, tmp and work dir (measured) and /dev/shm (its own tmpfs,
 	// charged to the run's memory limit).
 	a = append(a, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/")
-	for _, kv := range sandbox.BaseEnv() {
+	for _, kv := range sandbox.RunEnv(l.RuntimeBin) {
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
 	}
@@ -215,6 +221,14 @@ func (l Layout) validate(spec sandbox.Spec) error {
 	if l.AgentTree != "" {
 		if err := launch.CheckAgentTree(l.AgentTree, spec.Hidden, ""); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if (l.RuntimeTree == "") != (l.RuntimeBin == "") || l.RuntimeTree != "" && !sandbox.Within(l.RuntimeBin, l.RuntimeTree) {
+		errs = append(errs, fmt.Errorf("layout runtime bin %q: want a directory inside the runtime tree %q", l.RuntimeBin, l.RuntimeTree))
+	}
+	if l.RuntimeTree != "" {
+		if err := launch.CheckAgentTree(l.RuntimeTree, spec.Hidden, ""); err != nil {
+			errs = append(errs, fmt.Errorf("runtime: %w", err))
 		}
 	}
 	return errors.Join(append(errs, l.Wall.validate(spec.Hidden))...)

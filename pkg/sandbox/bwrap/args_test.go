@@ -126,6 +126,38 @@ func TestArgsBindsSelfOnlyForItsOwnRuns(t *testing.T) {
 	}
 }
 
+// TestArgsBindsRuntime (E10, S3, S5): an agent interpreter outside the system dirs is bound
+// read-only at its own path and its bin dir comes first on the run's PATH, so the agent's
+// "#!/usr/bin/env node" finds it; without one, PATH is the fixed sandbox PATH.
+func TestArgsBindsRuntime(t *testing.T) {
+	setenvPath := func(args []string) string {
+		for i := 0; i+2 < len(args); i++ {
+			if args[i] == "--setenv" && args[i+1] == "PATH" {
+				return args[i+2]
+			}
+		}
+		return ""
+	}
+	args, err := Args(goldenSpec(), goldenLayout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := setenvPath(args); got != sandbox.SandboxPATH {
+		t.Fatalf("PATH without a runtime = %q, want %q", got, sandbox.SandboxPATH)
+	}
+	l := goldenLayout()
+	l.RuntimeTree, l.RuntimeBin = "/home/op/.nvm/versions/node/v24.21.0", "/home/op/.nvm/versions/node/v24.21.0/bin"
+	if args, err = Args(goldenSpec(), l); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := setenvPath(args), l.RuntimeBin+":"+sandbox.SandboxPATH; got != want {
+		t.Errorf("PATH with a runtime = %q, want %q", got, want)
+	}
+	if j := " " + strings.Join(args, " ") + " "; !strings.Contains(j, " --ro-bind "+l.RuntimeTree+" "+l.RuntimeTree+" ") {
+		t.Errorf("Args does not bind the runtime tree read-only at its own path: %s", j)
+	}
+}
+
 func TestArgsRefuses(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -135,6 +167,10 @@ func TestArgsRefuses(t *testing.T) {
 		{"no seccomp", func(_ *sandbox.Spec, l *Layout) { l.SeccompFDs = nil }, "seccomp"},
 		{"direct mode", func(s *sandbox.Spec, _ *Layout) { s.Mode = sandbox.ModeDirect }, "not sandboxed"},
 		{"agent tree is data dir", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/d/anet/bin" }, "agent tree"},
+		{"runtime bin outside its tree", func(_ *sandbox.Spec, l *Layout) { l.RuntimeTree, l.RuntimeBin = "/home/op/node", "/usr/bin" }, "runtime bin"},
+		{"runtime bin without a tree", func(_ *sandbox.Spec, l *Layout) { l.RuntimeBin = "/home/op/node/bin" }, "runtime bin"},
+		{"runtime tree too broad", func(_ *sandbox.Spec, l *Layout) { l.RuntimeTree, l.RuntimeBin = "/home", "/home/op/bin" }, "runtime"},
+		{"runtime tree is config dir", func(_ *sandbox.Spec, l *Layout) { l.RuntimeTree, l.RuntimeBin = "/cfg/anet", "/cfg/anet/bin" }, "runtime"},
 		{"agent tree contains runtime dir", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/rt" }, "top-level"},
 		{"agent tree contains config", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/cfg/anet/.." }, "clean"},
 		{"bad hostname", func(_ *sandbox.Spec, l *Layout) { l.Hostname = "a b" }, "hostname"},

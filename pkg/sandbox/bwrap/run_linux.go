@@ -150,6 +150,9 @@ func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
 	}
 	lay.AgentTree = tree
+	if lay.RuntimeTree, lay.RuntimeBin, err = launch.ResolveRuntime(spec); err != nil {
+		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
+	}
 	spec.Argv = append([]string{prog}, spec.Argv[1:]...)
 	if spec.Endpoint != "" {
 		ep, err := filepath.EvalSymlinks(spec.Endpoint)

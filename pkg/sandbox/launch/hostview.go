@@ -107,3 +107,36 @@ func Overlaps(a, b string) bool { return within(a, b) || within(b, a) }
 
 // within reports whether p is dir or below it.
 func within(p, dir string) bool { return sandbox.Within(p, dir) }
+
+// ResolveRuntime resolves the spec's interpreter tree and bin dir (Spec.RuntimeTree and
+// RuntimeBin) to real paths and applies the agent tree's rule to the tree: the interpreter
+// is bound as read-only as the agent, and may expose no more (S3, F3). Empty: none.
+func ResolveRuntime(spec sandbox.Spec) (tree, bin string, err error) {
+	if spec.RuntimeTree == "" {
+		return "", "", nil
+	}
+	if tree, err = filepath.EvalSymlinks(spec.RuntimeTree); err != nil {
+		return "", "", fmt.Errorf("agent runtime tree %s: %w", spec.RuntimeTree, err)
+	}
+	if bin, err = filepath.EvalSymlinks(spec.RuntimeBin); err != nil {
+		return "", "", fmt.Errorf("agent runtime bin %s: %w", spec.RuntimeBin, err)
+	}
+	if !within(bin, tree) {
+		return "", "", fmt.Errorf("agent runtime bin %s: not inside its tree %s", bin, tree)
+	}
+	home, _ := os.UserHomeDir()
+	if h, err := filepath.EvalSymlinks(home); err == nil {
+		home = h
+	}
+	hidden := make([]string, 0, len(spec.Hidden))
+	for _, h := range spec.Hidden {
+		if r, err := filepath.EvalSymlinks(h); err == nil {
+			h = r
+		}
+		hidden = append(hidden, h)
+	}
+	if err := CheckAgentTree(tree, hidden, home); err != nil {
+		return "", "", fmt.Errorf("agent runtime: %w", err)
+	}
+	return tree, bin, nil
+}

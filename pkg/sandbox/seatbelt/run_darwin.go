@@ -128,6 +128,10 @@ func (b *Backend) prepare(spec sandbox.Spec) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
+	if spec.RuntimeTree != "" {
+		// Fail closed: the profile grants no second tree yet.
+		return nil, fmt.Errorf("start %s: runtime_tree %s: an agent interpreter outside the system dirs is not supported by the seatbelt backend", spec.ID, spec.RuntimeTree)
+	}
 	r.prog = prog
 	if err := r.makeDirs(); err != nil {
 		r.cleanupDirs()

@@ -122,6 +122,11 @@ func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
+	if spec.RuntimeTree != "" {
+		// Fail closed: the guest has no share for a second tree yet, and an agent whose
+		// interpreter is missing would fail in a way that reads like the agent's own.
+		return nil, fmt.Errorf("start %s: runtime_tree %s: an agent interpreter outside the system dirs is not supported by the vm isolation tier", spec.ID, spec.RuntimeTree)
+	}
 	var endpoint string
 	if spec.Endpoint != "" {
 		if endpoint, err = filepath.EvalSymlinks(spec.Endpoint); err != nil {
