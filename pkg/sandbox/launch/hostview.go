@@ -78,6 +78,15 @@ func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) {
 	if !within(prog, tree) {
 		return "", "", fmt.Errorf("agent %s: not inside its tree %s", prog, tree)
 	}
+	if err := checkTreeOf(spec, tree); err != nil {
+		return "", "", err
+	}
+	return tree, prog, nil
+}
+
+// checkTreeOf applies CheckAgentTree to tree with the operator's home and the spec's hidden
+// dirs as real paths, as the tree itself is.
+func checkTreeOf(spec sandbox.Spec, tree string) error {
 	home, _ := os.UserHomeDir()
 	if home != "" {
 		if h, err := filepath.EvalSymlinks(home); err == nil {
@@ -91,10 +100,7 @@ func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) {
 		}
 		hidden = append(hidden, h)
 	}
-	if err := CheckAgentTree(tree, hidden, home); err != nil {
-		return "", "", err
-	}
-	return tree, prog, nil
+	return CheckAgentTree(tree, hidden, home)
 }
 
 // CheckAgentTree is sandbox.CheckAgentTree, the one rule every backend applies (S3, F3).
@@ -124,18 +130,7 @@ func ResolveRuntime(spec sandbox.Spec) (tree, bin string, err error) {
 	if !within(bin, tree) {
 		return "", "", fmt.Errorf("agent runtime bin %s: not inside its tree %s", bin, tree)
 	}
-	home, _ := os.UserHomeDir()
-	if h, err := filepath.EvalSymlinks(home); err == nil {
-		home = h
-	}
-	hidden := make([]string, 0, len(spec.Hidden))
-	for _, h := range spec.Hidden {
-		if r, err := filepath.EvalSymlinks(h); err == nil {
-			h = r
-		}
-		hidden = append(hidden, h)
-	}
-	if err := CheckAgentTree(tree, hidden, home); err != nil {
+	if err := checkTreeOf(spec, tree); err != nil {
 		return "", "", fmt.Errorf("agent runtime: %w", err)
 	}
 	return tree, bin, nil
