@@ -23,6 +23,8 @@ var readsForeignBytes = map[string]string{
 	"pkg/termsafe":         "peer and agent text shown on a terminal",
 	"pkg/config":           "the operator's YAML",
 	"pkg/sandbox/seatbelt": "Seatbelt profiles read by the checker",
+	"pkg/peeraddr":         "the peer addresses an operator types",
+	"pkg/agents":           "the version an agent's interpreter prints",
 }
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)`)
