@@ -132,7 +132,7 @@ var core = []Entry{
 	{MessageTooLarge, KindNode, "the message is larger than the protocol allows", ""},
 	{Internal, KindNode, "internal error; see the daemon log", ""},
 	{UnknownInteraction, KindNode, "no interaction with that id on this node; `anet inbox` lists tasks received", ""},
-	{BadPeerAddr, KindConfig, "a peer address must be HOST:PORT: an IP address or a lower-case host name (letters, digits, '-' and '.'), and a port from 1 to 65535", "C4"},
+	{BadPeerAddr, KindConfig, "a peer address must be HOST:PORT: an IP address or a lower-case host name (letters, digits, '-' and '.'), and a valid port number", "C4"},
 	{UnknownPeer, KindNode, "no peer with that aid; `anet peer list` lists them, `anet peer add AID HOST:PORT` adds one", ""},
 }
 
