@@ -24,7 +24,7 @@ func assertTerminalSafe(t *testing.T, what, out string) {
 // reach `anet inbox`, `anet show` and `anet evidence show` only as visible text; --json keeps
 // the exact text.
 func TestPeerTextNeverReachesTerminalRaw(t *testing.T) {
-	a, b := newNode(t, nodeOptions{}), newNode(t, nodeOptions{})
+	a, b := newNode(t, nodeOptions{}), newNode(t, manualReplies(t))
 	a.start()
 	b.start()
 	sb := b.status()

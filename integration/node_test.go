@@ -262,3 +262,10 @@ func ctx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
+
+// manualReplies is a node whose operator answers every task by hand: with auto-reply on, a
+// fresh node without the agent installed refuses a stranger's task sandbox_unavailable (F1)
+// before anyone could reply to it.
+func manualReplies(t testing.TB) nodeOptions {
+	return nodeOptions{config: fmt.Sprintf("listen: \"127.0.0.1:%d\"\nauto_reply:\n  trusted: off\n  untrusted: off\n", freePort(t))}
+}

@@ -109,7 +109,7 @@ func dialNode(t *testing.T, key peer.KeyHolder, n *testNode, st control.Status) 
 // inbox and replies with `anet reply`; A's `anet show` has the reply (F1: the requester
 // receives the answer).
 func TestPeerTaskAndReplyThroughCLI(t *testing.T) {
-	a, b := newNode(t, nodeOptions{}), newNode(t, nodeOptions{})
+	a, b := newNode(t, nodeOptions{}), newNode(t, manualReplies(t))
 	a.start()
 	b.start()
 	sa, sb := a.status(), b.status()
@@ -198,7 +198,7 @@ func TestPeerCLIErrors(t *testing.T) {
 		want  []string
 	}{
 		{"bad aid", []string{"peer", "add", "annotanaid", "127.0.0.1:1"}, "", []string{"aid:", "invalid aid", "bad_request"}},
-		{"bad address", []string{"peer", "add", stranger.AID(), "localhost"}, "", []string{"addr:", "host:port"}},
+		{"bad address", []string{"peer", "add", stranger.AID(), "localhost"}, "", []string{"addr:", "HOST:PORT"}},
 		{"own aid", []string{"peer", "add", other.AID(), "127.0.0.1:1"}, "", []string{"aid:", "this node itself"}},
 		{"unknown peer", []string{"send", "--to", stranger.AID(), "hi"}, "", []string{"to: " + stranger.AID(), "no peer with that aid", "anet peer add", "reason: unknown_peer"}},
 		{"bad to", []string{"send", "--to", "an", "hi"}, "", []string{"to:", "invalid aid"}},
