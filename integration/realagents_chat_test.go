@@ -1,18 +1,12 @@
 package integration
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
 // chatHost is the operator's api_base host in the real-agent tests: a name of its own (the
@@ -25,14 +19,12 @@ const chatHost = "llm.anet.test"
 // the tool's result gets the final answer. Each streamed answer reports chatUsage. It records
 // every request and notes every broken rule (key, model, cap, placeholder).
 type chatFake struct {
-	srv               *httptest.Server
-	key, pinned       string
-	answer            string
-	cap               int
-	shellTools        map[string]string // tool name → JSON arguments that run `pwd`
-	mu                sync.Mutex        // guards the fields that follow
-	requests          []modelproxytest.Recorded
-	problems          []string
+	fakeUpstream
+	key, pinned string
+	answer      string
+	cap         int
+	shellTools  map[string]string // tool name → JSON arguments that run `pwd`
+	// toolCalls and finals are guarded by fakeUpstream.mu.
 	toolCalls, finals int
 }
 
@@ -63,40 +55,12 @@ func newChatFake(t *testing.T, ca *testkit.CA, key, pinned, answer string, cap i
 		"bash": `{"command":` + shellProbeJSON + `,"description":"Print the working directory"}`, // opencode
 		"exec": `{"command":` + shellProbeJSON + `}`,                                             // openclaw
 	}}
-	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
-	f.srv.EnableHTTP2 = true
-	f.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	f.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
-	f.srv.StartTLS()
-	t.Cleanup(f.srv.Close)
+	f.start(t, ca, f.serve)
 	return f
 }
 
-func (f *chatFake) Addr() string { return f.srv.Listener.Addr().String() }
-
-func (f *chatFake) Requests() []modelproxytest.Recorded {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]modelproxytest.Recorded(nil), f.requests...)
-}
-
-func (f *chatFake) Problems() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.problems...)
-}
-
-func (f *chatFake) problem(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.problems = append(f.problems, fmt.Sprintf(format, args...))
-}
-
 func (f *chatFake) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	f.requests = append(f.requests, modelproxytest.Recorded{Path: r.URL.Path, Query: r.URL.RawQuery, Proto: r.ProtoMajor, Header: r.Header.Clone(), Body: body})
-	f.mu.Unlock()
+	body := f.record(r)
 	if r.Header.Get("Authorization") != "Bearer "+f.key {
 		f.problem("%s: Authorization is not the operator's key (E1)", r.URL.Path)
 		openAIError(w, 401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided")

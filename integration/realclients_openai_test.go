@@ -2,19 +2,13 @@ package integration
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
 // openAIFake plays api.openai.com's Responses API over real TLS (the modelproxytest CA) and
@@ -22,14 +16,10 @@ import (
 // not do for OpenAI. Like the real API it answers 404 for an unknown model and 401 for a
 // wrong key; like modelproxytest it records every request and notes every broken rule.
 type openAIFake struct {
-	srv    *httptest.Server
+	fakeUpstream
 	key    string
 	pinned string
 	answer string
-
-	mu       sync.Mutex // guards the fields that follow
-	requests []modelproxytest.Recorded
-	problems []string
 }
 
 // openAIModels are the ids the fake knows (pkg/modelproxy/models.yaml).
@@ -81,33 +71,8 @@ const codexStreamCost = 590
 func newOpenAIFake(t *testing.T, ca *testkit.CA, key, pinned, answer string) *openAIFake {
 	t.Helper()
 	f := &openAIFake{key: key, pinned: pinned, answer: answer}
-	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
-	f.srv.EnableHTTP2 = true
-	f.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	f.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
-	f.srv.StartTLS()
-	t.Cleanup(f.srv.Close)
+	f.start(t, ca, f.serve)
 	return f
-}
-
-func (f *openAIFake) Addr() string { return f.srv.Listener.Addr().String() }
-
-func (f *openAIFake) Requests() []modelproxytest.Recorded {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]modelproxytest.Recorded(nil), f.requests...)
-}
-
-func (f *openAIFake) Problems() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.problems...)
-}
-
-func (f *openAIFake) problem(format string, args ...any) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.problems = append(f.problems, fmt.Sprintf(format, args...))
 }
 
 func openAIError(w http.ResponseWriter, status int, typ, code, msg string) {
@@ -117,10 +82,7 @@ func openAIError(w http.ResponseWriter, status int, typ, code, msg string) {
 }
 
 func (f *openAIFake) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	f.mu.Lock()
-	f.requests = append(f.requests, modelproxytest.Recorded{Path: r.URL.Path, Query: r.URL.RawQuery, Proto: r.ProtoMajor, Header: r.Header.Clone(), Body: body})
-	f.mu.Unlock()
+	body := f.record(r)
 	if r.ProtoMajor != 2 {
 		f.problem("%s: HTTP/%d, want HTTP/2", r.URL.Path, r.ProtoMajor)
 	}
