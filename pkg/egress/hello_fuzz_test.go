@@ -4,25 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"io"
 	"slices"
 	"testing"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/hostname"
 	"anet.dev/anet/pkg/reasons"
 )
-
-// countingReader counts the bytes the hello reader took from the tunnel.
-type countingReader struct {
-	r io.Reader
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
-}
 
 // tlsView is what crypto/tls, as a server, reads of recorded hello bytes; nil if it cannot.
 func tlsView(raw []byte) *tls.ClientHelloInfo {
@@ -82,10 +70,10 @@ func FuzzCheckHello(f *testing.F) {
 		if info := tlsView(data); info != nil && hostname.Problem(info.ServerName) == "" {
 			want = info.ServerName // the host the agent's client would have sent CONNECT for
 		}
-		r := &countingReader{r: bytes.NewReader(data)}
+		r := &testkit.CountingReader{R: bytes.NewReader(data)}
 		raw, ref := checkHello(r, want)
-		if r.n > MaxHelloBytes+5 {
-			t.Fatalf("checkHello read %d bytes, more than MaxHelloBytes and one record header", r.n)
+		if r.N > MaxHelloBytes+5 {
+			t.Fatalf("checkHello read %d bytes, more than MaxHelloBytes and one record header", r.N)
 		}
 		if ref != nil {
 			if len(data) > 0 && !slices.Contains(helloCodes, ref.code) {
@@ -93,8 +81,8 @@ func FuzzCheckHello(f *testing.F) {
 			}
 			return
 		}
-		if len(raw) > MaxHelloBytes || r.n != len(raw) || !bytes.Equal(raw, data[:len(raw)]) {
-			t.Fatalf("checkHello passed %d raw bytes after reading %d: not the prefix it read", len(raw), r.n)
+		if len(raw) > MaxHelloBytes || r.N != len(raw) || !bytes.Equal(raw, data[:len(raw)]) {
+			t.Fatalf("checkHello passed %d raw bytes after reading %d: not the prefix it read", len(raw), r.N)
 		}
 		info := tlsView(raw)
 		if info == nil || info.ServerName != want || slices.Contains(info.Extensions, extECH) {

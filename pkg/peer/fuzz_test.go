@@ -5,26 +5,14 @@ import (
 	"crypto/ed25519"
 	"encoding/binary"
 	"errors"
-	"io"
 	"testing"
 	"time"
 
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/canonical"
 	"anet.dev/anet/pkg/identity"
 	"anet.dev/anet/pkg/reasons"
 )
-
-// countingReader counts what the frame reader took from the wire.
-type countingReader struct {
-	r io.Reader
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
-}
 
 // FuzzReadFrame (N1): a frame read from any bytes is 1..MaxFrame bytes, consumed exactly its
 // header and payload, and writeFrame gives back the bytes it was read from; a header over the
@@ -41,24 +29,24 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 3, 'a', 'b', 'c', 'd'})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := &countingReader{r: bytes.NewReader(data)}
+		r := &testkit.CountingReader{R: bytes.NewReader(data)}
 		p, err := readFrame(r)
 		if len(data) >= 4 && binary.BigEndian.Uint32(data) > MaxFrame {
 			var tl *FrameTooLargeError
-			if !errors.As(err, &tl) || r.n != 4 {
-				t.Fatalf("readFrame(header %x) = %v after %d bytes, want FrameTooLargeError after 4", data[:4], err, r.n)
+			if !errors.As(err, &tl) || r.N != 4 {
+				t.Fatalf("readFrame(header %x) = %v after %d bytes, want FrameTooLargeError after 4", data[:4], err, r.N)
 			}
 			return
 		}
 		if err != nil {
 			return
 		}
-		if len(p) == 0 || len(p) > MaxFrame || r.n != 4+len(p) {
-			t.Fatalf("readFrame = %d bytes after reading %d, want 1..%d after 4+payload", len(p), r.n, MaxFrame)
+		if len(p) == 0 || len(p) > MaxFrame || r.N != 4+len(p) {
+			t.Fatalf("readFrame = %d bytes after reading %d, want 1..%d after 4+payload", len(p), r.N, MaxFrame)
 		}
 		var out bytes.Buffer
-		if err := writeFrame(&out, p); err != nil || !bytes.Equal(out.Bytes(), data[:r.n]) {
-			t.Fatalf("writeFrame(readFrame(%x)) = %x, %v, want the bytes read", data[:r.n], out.Bytes(), err)
+		if err := writeFrame(&out, p); err != nil || !bytes.Equal(out.Bytes(), data[:r.N]) {
+			t.Fatalf("writeFrame(readFrame(%x)) = %x, %v, want the bytes read", data[:r.N], out.Bytes(), err)
 		}
 	})
 }
