@@ -72,7 +72,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 	if sandboxed {
 		// E10: the agent's interpreter is part of the agent; a wrong one is refused here,
 		// before the probe and before anything is counted.
-		rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath)
+		rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath, e.runtimeVersion(c))
 		if err != nil {
 			return fail(runtimeCode(err), err.Error())
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,9 @@ import (
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 )
+
+// versionOf runs "PROGRAM --version" and returns what it printed on stdout.
+type versionOf func(ctx context.Context, program string) ([]byte, error)
 
 // agentRuntime is the interpreter a script agent runs with, as the node resolved it on the
 // host (E10): the program, its version, and what the sandbox must add so that the agent's
@@ -62,10 +64,10 @@ func shebang(prog string) (name, path string, err error) {
 
 // resolveRuntime finds the interpreter of the agent program prog (a host path): the
 // configured one (auto_reply.agent_runtime) or the one its "#!" line names, on lookPath
-// (anetd's PATH). It runs `--version` and refuses one outside the agent's supported range with
-// agent_runtime_too_old, before any run. A native binary, or an agent the table gives no
-// runtime, needs nothing.
-func resolveRuntime(ctx context.Context, spec agents.Spec, prog, configured string, lookPath func(string) (string, error)) (agentRuntime, error) {
+// (anetd's PATH). It asks version for `--version` and refuses one outside the agent's
+// supported range with agent_runtime_too_old, before any run. A native binary, or an agent the
+// table gives no runtime, needs nothing.
+func resolveRuntime(ctx context.Context, spec agents.Spec, prog, configured string, lookPath func(string) (string, error), version versionOf) (agentRuntime, error) {
 	if spec.Runtime.Program == "" {
 		return agentRuntime{}, nil
 	}
@@ -98,11 +100,7 @@ func resolveRuntime(ctx context.Context, spec agents.Spec, prog, configured stri
 		return agentRuntime{}, fmt.Errorf("agent runtime %s resolves to %s, not a program called %s", interp, real, name)
 	}
 	rt := agentRuntime{Program: real}
-	vctx, cancel := context.WithTimeout(ctx, runtimeVersionWait)
-	defer cancel()
-	cmd := exec.CommandContext(vctx, real, "--version")
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
-	out, err := cmd.Output()
+	out, err := version(ctx, real)
 	if err != nil {
 		return agentRuntime{}, fmt.Errorf("agent runtime %s --version: %w", real, err)
 	}
@@ -139,8 +137,32 @@ func (e *Engine) AgentRuntime(ctx context.Context, c config.AutoReply) (program,
 	if err != nil {
 		return "", "", err
 	}
-	rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath)
+	rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath, e.runtimeVersion(c))
 	return rt.Program, rt.Version, err
+}
+
+// runtimeVersion asks anet-sandboxd to run the interpreter's --version as a direct run: anetd
+// starts no program but its helpers (docs/architecture.md rule 1), and the launcher's limits
+// bound it like any run.
+func (e *Engine) runtimeVersion(c config.AutoReply) versionOf {
+	return func(ctx context.Context, program string) ([]byte, error) {
+		spec := sandbox.Spec{
+			ID: newRunID() + "-runtime", Mode: sandbox.ModeDirect, RunRoot: e.o.Dirs.RunRoot,
+			// A direct run needs a work dir; one of its own, beside the peers' (named by
+			// aid, which this name can never be), reused by every check.
+			WorkRoot: e.current().DirectWork, WorkSub: "runtime-check",
+			Argv:   []string{program, "--version"},
+			Limits: sandbox.Limits{WallClock: runtimeVersionWait, Memory: c.Sandbox.MemoryMax, Tasks: int64(c.Sandbox.TasksMax), Disk: c.Sandbox.DiskMax},
+		}
+		res, err := sandbox.RunToEnd(ctx, e.o.Sandbox, spec)
+		if err != nil {
+			return nil, err
+		}
+		if res.Outcome.ExitCode != 0 || res.Outcome.Limit != "" {
+			return nil, fmt.Errorf("exit %d %s: %s", res.Outcome.ExitCode, res.Outcome.Limit, reasons.Clip(strings.TrimSpace(string(res.Stderr)), 200))
+		}
+		return res.Stdout, nil
+	}
 }
 
 // RuntimeCode is the code of an AgentRuntime error (agent_missing when it has none of its

@@ -76,7 +76,7 @@ func TestResolveRuntime(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rt, err := resolveRuntime(context.Background(), c.spec, c.prog, c.conf, c.look)
+			rt, err := resolveRuntime(context.Background(), c.spec, c.prog, c.conf, c.look, execVersion)
 			if c.wantCode != "" || c.wantErr != "" {
 				var re *reasons.Error
 				switch {
@@ -97,4 +97,10 @@ func TestResolveRuntime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// execVersion runs the fake interpreters here directly; in the node anet-sandboxd runs it
+// (Engine.runtimeVersion).
+func execVersion(ctx context.Context, program string) ([]byte, error) {
+	return exec.CommandContext(ctx, program, "--version").Output()
 }
