@@ -89,15 +89,16 @@ test-deps:
 	@bash scripts/deps.sh ensure test
 
 # Every native fuzz target (scripts/fuzz.sh), one after the other. make test runs each for a
-# few seconds (its seeds, then a short search); make fuzz is a campaign: FUZZTIME per target,
-# FUZZ to pick targets by name (make fuzz FUZZ=Hello FUZZTIME=10m).
+# few seconds (its seeds, then a short search, new inputs minimised for 1 s at most); make
+# fuzz is a campaign: FUZZTIME per target, FUZZ to pick targets by name (make fuzz FUZZ=Hello
+# FUZZTIME=10m).
 FUZZTIME ?= 10m
 FUZZ     ?= .
 fuzz:
 	FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
 
 fuzz-smoke:
-	FUZZTIME=$(FUZZSMOKETIME) FUZZMINIMIZETIME=5s GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
+	FUZZTIME=$(FUZZSMOKETIME) FUZZMINIMIZETIME=1s GO=$(GO) TESTTAGS=$(TESTTAGS) bash scripts/fuzz.sh
 FUZZSMOKETIME ?= 3s
 
 bench:

@@ -8,7 +8,7 @@
 #   FUZZTIME   per target (default 5s); go test's form: 10m, 30s, or 100000x
 #   FUZZ       only the targets whose name matches this extended regexp (default: all)
 #   FUZZMINIMIZETIME  how long go may minimise each new input (go's default, 60s, unless set:
-#              make test's short pass sets a few seconds so that it stays short under load)
+#              make test's short pass sets 1s so that it stays short under load)
 #   GO, TESTTAGS as in the Makefile
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +31,21 @@ echo "fuzz: ${#targets[@]} targets, $FUZZTIME each"
 failed=0
 for t in "${targets[@]}"; do
   dir=${t% *} name=${t#* }
-  if ! $GO test -tags "$TESTTAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" ${FUZZMINIMIZETIME:+-fuzzminimizetime "$FUZZMINIMIZETIME"} -parallel "${FUZZPARALLEL:-2}" "./$dir" >"$log" 2>&1; then
+  ok=0
+  for try in 1 2; do
+    if $GO test -tags "$TESTTAGS" -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" ${FUZZMINIMIZETIME:+-fuzzminimizetime "$FUZZMINIMIZETIME"} -parallel "${FUZZPARALLEL:-2}" "./$dir" >"$log" 2>&1; then
+      ok=1
+      break
+    fi
+    # go's fuzz engine can end a run whose time is up while a worker is still busy with
+    # "context deadline exceeded" and no failing input: its own stop, not a finding of the
+    # target. Such a run is tried once more; any other failure, or a second one, counts.
+    if [[ $try == 2 ]] || ! grep -q 'context deadline exceeded' "$log" || grep -q 'Failing input written' "$log"; then
+      break
+    fi
+    echo "note $dir $name: go's fuzz engine stopped with its own deadline error and no failing input; once more"
+  done
+  if ((!ok)); then
     echo "FAIL $dir $name"
     cat "$log"
     failed=1
