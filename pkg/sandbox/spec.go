@@ -125,6 +125,11 @@ type Spec struct {
 	Mode Mode   `json:"mode"`
 	// Argv is the agent command; Argv[0] is an absolute host path (resolved by the caller).
 	Argv []string `json:"argv"`
+	// Agent names the agent (pkg/agents) whose program Argv[0] is, and is empty for any
+	// other program (the probe's, a self-test's, an operator's shell): the caller says it,
+	// so that a backend that checks an agent before its run (Seatbelt's self-check, M1)
+	// never guesses it from a file name.
+	Agent string `json:"agent,omitempty"`
 	// AgentTree is the agent's installation directory, bound read-only at its own path.
 	// Empty: the directory of realpath(Argv[0]) unless that is already a system directory.
 	AgentTree string `json:"agent_tree,omitempty"`
@@ -194,6 +199,20 @@ func validID(id string) bool {
 	return true
 }
 
+// validAgentName accepts "" or an agent's name as pkg/agents spells them.
+func validAgentName(n string) bool {
+	if len(n) > 32 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate checks the spec's shape. It does not touch the file system.
 func (s *Spec) Validate() error {
 	var errs []error
@@ -212,6 +231,9 @@ func (s *Spec) Validate() error {
 		if strings.IndexByte(a, 0) >= 0 {
 			errs = append(errs, fmt.Errorf("argv[%d]: contains NUL", i))
 		}
+	}
+	if !validAgentName(s.Agent) {
+		errs = append(errs, fmt.Errorf("agent %q: want empty or 1-32 of [a-z0-9-]", s.Agent))
 	}
 	for _, p := range []struct{ name, v string }{
 		{"agent_tree", s.AgentTree}, {"work_root", s.WorkRoot}, {"endpoint", s.Endpoint},

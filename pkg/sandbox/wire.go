@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"sync"
 
 	"anet.dev/anet/pkg/reasons"
 )
@@ -83,7 +82,7 @@ type RunResult struct {
 // went away first (helper_down; the helper ends its runs as it goes). Otherwise the run's
 // outcome and output come back, whatever the agent did.
 func RunToEnd(ctx context.Context, l Launcher, spec Spec) (RunResult, error) {
-	stdout, stderr := &cappedBuffer{max: MaxOutput}, &cappedBuffer{max: MaxOutput}
+	stdout, stderr := NewHead(MaxOutput), NewHead(MaxOutput)
 	r, err := l.Start(ctx, spec, Stdio{Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return RunResult{}, err
@@ -93,27 +92,4 @@ func RunToEnd(ctx context.Context, l Launcher, spec Spec) (RunResult, error) {
 		return RunResult{}, o.Err
 	}
 	return RunResult{Outcome: NewWireOutcome(o), Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}, nil
-}
-
-// cappedBuffer keeps the first max bytes written and drops the rest, reporting every write as
-// complete so the writer is never stopped by the cap.
-type cappedBuffer struct {
-	mu  sync.Mutex // a launcher may write stdout and stderr from goroutines of its own
-	max int
-	b   []byte
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - len(c.b); room > 0 {
-		c.b = append(c.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (c *cappedBuffer) Bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b
 }

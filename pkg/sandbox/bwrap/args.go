@@ -16,25 +16,20 @@ import (
 	"anet.dev/anet/pkg/sandbox/launch"
 )
 
-// Layout is the host side of a run, resolved and created by the apply step. Args only reads it.
+// Layout is what the bwrap backend adds to a run's plan: the dirs it made, the child's
+// descriptors, the run's hostname and init. The plan's host paths (the agent's and the
+// interpreter's trees, the endpoint) are the plan's. Args only reads both.
 type Layout struct {
 	// SystemDirs are bound read-only, or made the same symlinks (launch.HostSystemDirs).
 	SystemDirs []launch.SystemDir
 	// Home, Tmp and Work are host dirs created for the run (resolved, link-free).
 	Home, Tmp, Work string
-	// Endpoint is the resolved host path of the endpoint socket, or "".
-	Endpoint string
 	// Init is the resolved host path of the run's pid 1 (anet-runinit), bound at
 	// sandbox.SandboxInit.
 	Init string
 	// Self is the resolved host path of anet-sandboxd, bound at sandbox.SandboxSelf only when
 	// the run's program is sandbox.SandboxSelf (self-test's attack battery).
 	Self string
-	// AgentTree is the resolved agent installation dir bound read-only at its own path, or "".
-	AgentTree string
-	// RuntimeTree is the resolved interpreter installation dir bound read-only at its own path
-	// (Spec.RuntimeTree), or ""; RuntimeBin, inside it, comes first on the run's PATH.
-	RuntimeTree, RuntimeBin string
 	// SeccompFDs are the child's fd numbers of the sealed seccomp programs.
 	SeccompFDs []int
 	// EnvFD is the child's fd number of the handed-in environment (NUL-separated), or -1.
@@ -85,16 +80,12 @@ type Weakening struct {
 	AllowUserns bool // no --disable-userns
 }
 
-// Args renders spec and layout into bwrap's argument list (without "bwrap" itself). It is
-// pure: the same input gives the same output, tested against a golden file.
-func Args(spec sandbox.Spec, l Layout) ([]string, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, fmt.Errorf("bwrap args: %w", err)
-	}
-	if spec.Mode != sandbox.ModeSandbox {
-		return nil, fmt.Errorf("bwrap args: mode %q is not sandboxed", spec.Mode)
-	}
-	if err := l.validate(spec); err != nil {
+// Args renders a run's plan and layout into bwrap's argument list (without "bwrap" itself).
+// It is pure: the same input gives the same output, tested against a golden file. The plan
+// was checked when it was made (launch.Prepare); Args checks the layout, which is its own.
+func Args(p *launch.Plan, l Layout) ([]string, error) {
+	spec, h := p.Spec(), p.Host()
+	if err := l.validate(spec, h); err != nil {
 		return nil, fmt.Errorf("bwrap args: %w", err)
 	}
 	a := []string{
@@ -132,18 +123,18 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 		"--perms", "0755", "--dir", sandbox.SandboxRunDir,
 		"--ro-bind", l.Init, sandbox.SandboxInit,
 	)
-	if spec.Argv[0] == sandbox.SandboxSelf {
+	if h.Prog == sandbox.SandboxSelf {
 		a = append(a, "--ro-bind", l.Self, sandbox.SandboxSelf)
 	}
-	if l.AgentTree != "" {
-		a = append(a, "--ro-bind", l.AgentTree, l.AgentTree)
+	if h.AgentTree != "" {
+		a = append(a, "--ro-bind", h.AgentTree, h.AgentTree)
 	}
-	if l.RuntimeTree != "" && !sandbox.Within(l.RuntimeTree, l.AgentTree) {
-		a = append(a, "--ro-bind", l.RuntimeTree, l.RuntimeTree)
+	if h.RuntimeTree != "" && !sandbox.Within(h.RuntimeTree, h.AgentTree) {
+		a = append(a, "--ro-bind", h.RuntimeTree, h.RuntimeTree)
 	}
-	if l.Endpoint != "" {
+	if h.Endpoint != "" {
 		// Read-only still lets init connect(); the run cannot replace or chmod the socket.
-		a = append(a, "--ro-bind", l.Endpoint, sandbox.SandboxEndpoint)
+		a = append(a, "--ro-bind", h.Endpoint, sandbox.SandboxEndpoint)
 	}
 	for _, b := range l.Wall.Binds {
 		a = append(a, "--ro-bind", b.Src, b.Dst)
@@ -166,12 +157,12 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	// so a run writes only its home, tmp and work dir (measured) and /dev/shm (its own tmpfs,
 	// charged to the run's memory limit).
 	a = append(a, "--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/")
-	for _, kv := range sandbox.RunEnv(l.RuntimeBin) {
+	for _, kv := range sandbox.RunEnv(h.RuntimeBin) {
 		k, v, _ := strings.Cut(kv, "=")
 		a = append(a, "--setenv", k, v)
 	}
 	a = append(a, "--chdir", sandbox.SandboxWork, "--", sandbox.SandboxInit)
-	if l.Endpoint != "" {
+	if h.Endpoint != "" {
 		a = append(a, "--endpoint", sandbox.SandboxEndpoint, "--port", strconv.Itoa(spec.Port))
 	}
 	if l.EnvFD >= 0 {
@@ -185,10 +176,10 @@ func Args(spec sandbox.Spec, l Layout) ([]string, error) {
 	}
 	a = append(a, l.Gate...)
 	a = append(a, "--")
-	return append(a, spec.Argv...), nil
+	return append(a, p.Argv()...), nil
 }
 
-func (l Layout) validate(spec sandbox.Spec) error {
+func (l Layout) validate(spec sandbox.Spec, h launch.HostPaths) error {
 	var errs []error
 	for _, p := range []struct{ name, v string }{
 		{"home", l.Home}, {"tmp", l.Tmp}, {"work", l.Work}, {"init", l.Init},
@@ -197,11 +188,8 @@ func (l Layout) validate(spec sandbox.Spec) error {
 			errs = append(errs, fmt.Errorf("layout %s %q: want a clean absolute path", p.name, p.v))
 		}
 	}
-	if spec.Argv[0] == sandbox.SandboxSelf && (!filepath.IsAbs(l.Self) || filepath.Clean(l.Self) != l.Self) {
+	if h.Prog == sandbox.SandboxSelf && (!filepath.IsAbs(l.Self) || filepath.Clean(l.Self) != l.Self) {
 		errs = append(errs, fmt.Errorf("layout self %q: want a clean absolute path (the run's program is anet-sandboxd)", l.Self))
-	}
-	if (spec.Endpoint == "") != (l.Endpoint == "") {
-		errs = append(errs, errors.New("layout endpoint: must be set exactly when the spec has one"))
 	}
 	if spec.EndpointAddr != "" {
 		// The run's own network namespace cannot reach the host's loopback.
@@ -216,19 +204,6 @@ func (l Layout) validate(spec sandbox.Spec) error {
 	for _, d := range l.SystemDirs {
 		if !launch.IsSystemDir(d.Path) {
 			errs = append(errs, fmt.Errorf("layout system dir %q: not one of %v", d.Path, launch.DefaultSystemDirs))
-		}
-	}
-	if l.AgentTree != "" {
-		if err := launch.CheckAgentTree(l.AgentTree, spec.Hidden, ""); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if (l.RuntimeTree == "") != (l.RuntimeBin == "") || l.RuntimeTree != "" && !sandbox.Within(l.RuntimeBin, l.RuntimeTree) {
-		errs = append(errs, fmt.Errorf("layout runtime bin %q: want a directory inside the runtime tree %q", l.RuntimeBin, l.RuntimeTree))
-	}
-	if l.RuntimeTree != "" {
-		if err := launch.CheckAgentTree(l.RuntimeTree, spec.Hidden, ""); err != nil {
-			errs = append(errs, fmt.Errorf("runtime: %w", err))
 		}
 	}
 	return errors.Join(append(errs, l.Wall.validate(spec.Hidden))...)

@@ -26,19 +26,37 @@ func goldenSpec() sandbox.Spec {
 	}
 }
 
+func goldenHost() launch.HostPaths {
+	return launch.HostPaths{Prog: "/opt/agent/bin/agent", AgentTree: "/opt/agent", Endpoint: "/rt/anet/r1/endpoint.sock"}
+}
+
 func goldenLayout() Layout {
 	return Layout{
 		SystemDirs: []launch.SystemDir{{Path: "/usr"}, {Path: "/etc"}, {Path: "/bin", Link: "usr/bin"}, {Path: "/lib64", Link: "usr/lib64"}},
 		Home:       "/c/runs/r1/home", Tmp: "/c/runs/r1/tmp", Work: "/c/work-sandbox/aid/i1",
-		Endpoint: "/rt/anet/r1/endpoint.sock", Init: "/usr/libexec/anet/anet-runinit", Self: "/usr/libexec/anet/anet-sandboxd",
-		AgentTree: "/opt/agent", SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, HoldFD: 7, FileSize: 4096, Hostname: "anet-run",
+		Init: "/usr/libexec/anet/anet-runinit", Self: "/usr/libexec/anet/anet-sandboxd",
+		SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, HoldFD: 7, FileSize: 4096, Hostname: "anet-run",
 	}
+}
+
+// argsOf is Args of the golden spec, host paths and layout as mutate changes them: the plan
+// is made as a start makes it (its checks are launch.NewPlan's), then rendered.
+func argsOf(mutate func(*sandbox.Spec, *launch.HostPaths, *Layout)) ([]string, error) {
+	s, h, l := goldenSpec(), goldenHost(), goldenLayout()
+	if mutate != nil {
+		mutate(&s, &h, &l)
+	}
+	p, err := launch.NewPlan(s, h)
+	if err != nil {
+		return nil, err
+	}
+	return Args(p, l)
 }
 
 // TestArgsGolden pins the whole bwrap argv (S1 namespaces, S3 file system,
 // S4 caps/seccomp, S5 env). Run with -update after a deliberate change, and review the diff.
 func TestArgsGolden(t *testing.T) {
-	args, err := Args(goldenSpec(), goldenLayout())
+	args, err := argsOf(nil)
 	if err != nil {
 		t.Fatalf("Args = %v", err)
 	}
@@ -61,7 +79,7 @@ func TestArgsGolden(t *testing.T) {
 // TestArgsAlwaysHardened: the flags S1–S5 require are present in every argv, and
 // nothing of the host's /run, /tmp, /home, /root, /var is bound.
 func TestArgsAlwaysHardened(t *testing.T) {
-	args, err := Args(goldenSpec(), goldenLayout())
+	args, err := argsOf(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,18 +120,18 @@ func TestArgsBindsSelfOnlyForItsOwnRuns(t *testing.T) {
 		}
 		return false
 	}
-	args, err := Args(goldenSpec(), goldenLayout())
+	args, err := argsOf(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if binds(args, sandbox.SandboxSelf) || !binds(args, sandbox.SandboxInit) {
 		t.Fatalf("an agent's run: binds anet-sandboxd %v, init %v; want only init", binds(args, sandbox.SandboxSelf), binds(args, sandbox.SandboxInit))
 	}
-	s, l := goldenSpec(), goldenLayout()
-	s.Argv = []string{sandbox.SandboxSelf, "attack", "--json"}
-	l.AgentTree = ""
-	l.Gate = []string{"--gate", "10,11", "--gate-targets", "{}"}
-	if args, err = Args(s, l); err != nil {
+	if args, err = argsOf(func(s *sandbox.Spec, h *launch.HostPaths, l *Layout) {
+		s.Argv = []string{sandbox.SandboxSelf, "attack", "--json"}
+		h.Prog, h.AgentTree = sandbox.SandboxSelf, ""
+		l.Gate = []string{"--gate", "10,11", "--gate-targets", "{}"}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if !binds(args, sandbox.SandboxSelf) {
@@ -138,56 +156,73 @@ func TestArgsBindsRuntime(t *testing.T) {
 		}
 		return ""
 	}
-	args, err := Args(goldenSpec(), goldenLayout())
+	args, err := argsOf(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := setenvPath(args); got != sandbox.SandboxPATH {
 		t.Fatalf("PATH without a runtime = %q, want %q", got, sandbox.SandboxPATH)
 	}
-	l := goldenLayout()
-	l.RuntimeTree, l.RuntimeBin = "/home/op/.nvm/versions/node/v24.21.0", "/home/op/.nvm/versions/node/v24.21.0/bin"
-	if args, err = Args(goldenSpec(), l); err != nil {
+	const tree, bin = "/home/op/.nvm/versions/node/v24.21.0", "/home/op/.nvm/versions/node/v24.21.0/bin"
+	if args, err = argsOf(func(s *sandbox.Spec, h *launch.HostPaths, _ *Layout) {
+		s.RuntimeTree, s.RuntimeBin = tree, bin
+		h.RuntimeTree, h.RuntimeBin = tree, bin
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := setenvPath(args), l.RuntimeBin+":"+sandbox.SandboxPATH; got != want {
+	if got, want := setenvPath(args), bin+":"+sandbox.SandboxPATH; got != want {
 		t.Errorf("PATH with a runtime = %q, want %q", got, want)
 	}
-	if j := " " + strings.Join(args, " ") + " "; !strings.Contains(j, " --ro-bind "+l.RuntimeTree+" "+l.RuntimeTree+" ") {
+	if j := " " + strings.Join(args, " ") + " "; !strings.Contains(j, " --ro-bind "+tree+" "+tree+" ") {
 		t.Errorf("Args does not bind the runtime tree read-only at its own path: %s", j)
 	}
 }
 
+// TestArgsRefuses: a run's plan or layout that breaks a rule is refused, naming it. The
+// plan's rules (mode, trees, endpoint) are checked once, when it is made (launch.NewPlan, as
+// launch.Prepare does for a start); the layout's by Args.
 func TestArgsRefuses(t *testing.T) {
 	cases := []struct {
 		name   string
-		mutate func(*sandbox.Spec, *Layout)
+		mutate func(*sandbox.Spec, *launch.HostPaths, *Layout)
 		want   string
 	}{
-		{"no seccomp", func(_ *sandbox.Spec, l *Layout) { l.SeccompFDs = nil }, "seccomp"},
-		{"direct mode", func(s *sandbox.Spec, _ *Layout) { s.Mode = sandbox.ModeDirect }, "not sandboxed"},
-		{"agent tree is data dir", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/d/anet/bin" }, "agent tree"},
-		{"runtime bin outside its tree", func(_ *sandbox.Spec, l *Layout) { l.RuntimeTree, l.RuntimeBin = "/home/op/node", "/usr/bin" }, "runtime bin"},
-		{"runtime bin without a tree", func(_ *sandbox.Spec, l *Layout) { l.RuntimeBin = "/home/op/node/bin" }, "runtime bin"},
-		{"runtime tree too broad", func(_ *sandbox.Spec, l *Layout) { l.RuntimeTree, l.RuntimeBin = "/home", "/home/op/bin" }, "runtime"},
-		{"runtime tree is config dir", func(_ *sandbox.Spec, l *Layout) { l.RuntimeTree, l.RuntimeBin = "/cfg/anet", "/cfg/anet/bin" }, "runtime"},
-		{"agent tree contains runtime dir", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/rt" }, "top-level"},
-		{"agent tree contains config", func(_ *sandbox.Spec, l *Layout) { l.AgentTree = "/cfg/anet/.." }, "clean"},
-		{"bad hostname", func(_ *sandbox.Spec, l *Layout) { l.Hostname = "a b" }, "hostname"},
-		{"endpoint mismatch", func(_ *sandbox.Spec, l *Layout) { l.Endpoint = "" }, "endpoint"},
-		{"not a system dir", func(_ *sandbox.Spec, l *Layout) { l.SystemDirs = append(l.SystemDirs, launch.SystemDir{Path: "/home"}) }, "system dir"},
-		{"relative home", func(_ *sandbox.Spec, l *Layout) { l.Home = "home" }, "home"},
-		{"host loopback endpoint", func(s *sandbox.Spec, l *Layout) {
-			s.Endpoint, s.EndpointAddr, l.Endpoint = "", "127.0.0.1:"+strconv.Itoa(s.Port), ""
+		{"no seccomp", func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) { l.SeccompFDs = nil }, "seccomp"},
+		{"direct mode", func(s *sandbox.Spec, _ *launch.HostPaths, _ *Layout) { s.Mode, s.WorkRoot = sandbox.ModeDirect, "/w" }, "not sandboxed"},
+		{"agent tree is data dir", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.Prog, h.AgentTree = "/d/anet/bin/agent", "/d/anet/bin" }, "agent tree"},
+		{"program outside its tree", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.Prog = "/srv/agent" }, "not inside its tree"},
+		{"runtime bin outside its tree", func(s *sandbox.Spec, h *launch.HostPaths, _ *Layout) {
+			s.RuntimeTree, s.RuntimeBin = "/home/op/node", "/home/op/node/bin"
+			h.RuntimeTree, h.RuntimeBin = "/home/op/node", "/usr/bin"
+		}, "runtime bin"},
+		{"runtime bin without a tree", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.RuntimeBin = "/home/op/node/bin" }, "runtime bin"},
+		{"runtime tree too broad", func(s *sandbox.Spec, h *launch.HostPaths, _ *Layout) {
+			s.RuntimeTree, s.RuntimeBin = "/home", "/home/op/bin"
+			h.RuntimeTree, h.RuntimeBin = "/home", "/home/op/bin"
+		}, "runtime"},
+		{"runtime tree is config dir", func(s *sandbox.Spec, h *launch.HostPaths, _ *Layout) {
+			s.RuntimeTree, s.RuntimeBin = "/cfg/anet", "/cfg/anet/bin"
+			h.RuntimeTree, h.RuntimeBin = "/cfg/anet", "/cfg/anet/bin"
+		}, "runtime"},
+		{"agent tree contains runtime dir", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.Prog, h.AgentTree = "/rt/agent", "/rt" }, "top-level"},
+		{"agent tree contains config", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.AgentTree = "/cfg/anet/.." }, "clean"},
+		{"bad hostname", func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) { l.Hostname = "a b" }, "hostname"},
+		{"endpoint mismatch", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.Endpoint = "" }, "endpoint"},
+		{"not a system dir", func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) {
+			l.SystemDirs = append(l.SystemDirs, launch.SystemDir{Path: "/home"})
+		}, "system dir"},
+		{"relative home", func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) { l.Home = "home" }, "home"},
+		{"host loopback endpoint", func(s *sandbox.Spec, h *launch.HostPaths, _ *Layout) {
+			s.Endpoint, s.EndpointAddr, h.Endpoint = "", "127.0.0.1:"+strconv.Itoa(s.Port), ""
 		}, "endpoint_addr"},
-		{"no init", func(_ *sandbox.Spec, l *Layout) { l.Init = "" }, "init"},
-		{"self run without self", func(s *sandbox.Spec, l *Layout) { s.Argv[0], l.Self = sandbox.SandboxSelf, "" }, "self"},
+		{"no init", func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) { l.Init = "" }, "init"},
+		{"self run without self", func(s *sandbox.Spec, h *launch.HostPaths, l *Layout) {
+			s.Argv[0], h.Prog, h.AgentTree, l.Self = sandbox.SandboxSelf, sandbox.SandboxSelf, "", ""
+		}, "self"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, l := goldenSpec(), goldenLayout()
-			c.mutate(&s, &l)
-			_, err := Args(s, l)
+			_, err := argsOf(c.mutate)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Args = %v, want an error mentioning %q", err, c.want)
 			}
@@ -198,13 +233,13 @@ func TestArgsRefuses(t *testing.T) {
 // TestWallIsANamedDifference: QEMU's wall (V1) adds only read-only binds under /run/anet and
 // the KVM devices to an agent's argv; anything else is refused.
 func TestWallIsANamedDifference(t *testing.T) {
-	base, err := Args(goldenSpec(), goldenLayout())
+	base, err := argsOf(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lay := goldenLayout()
-	lay.Wall = Wall{Devices: []string{"/dev/kvm"}, Binds: []Bind{{Src: "/c/vm/vmlinux", Dst: "/run/anet/vmlinux"}}}
-	args, err := Args(goldenSpec(), lay)
+	args, err := argsOf(func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) {
+		l.Wall = Wall{Devices: []string{"/dev/kvm"}, Binds: []Bind{{Src: "/c/vm/vmlinux", Dst: "/run/anet/vmlinux"}}}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +259,7 @@ func TestWallIsANamedDifference(t *testing.T) {
 		"hidden source":   {Binds: []Bind{{Src: "/d/anet/store.db", Dst: "/run/anet/x"}}},
 		"relative source": {Binds: []Bind{{Src: "c/x", Dst: "/run/anet/x"}}},
 	} {
-		lay := goldenLayout()
-		lay.Wall = w
-		if _, err := Args(goldenSpec(), lay); err == nil {
+		if _, err := argsOf(func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) { l.Wall = w }); err == nil {
 			t.Errorf("%s: Args accepted wall %+v", name, w)
 		}
 	}

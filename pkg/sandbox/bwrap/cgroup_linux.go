@@ -1,7 +1,6 @@
 package bwrap
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
 // Cgroup limits (S6), in order of preference: a user-systemd transient scope, a delegated
@@ -206,9 +206,9 @@ func (m Mechanism) newLeaf(id string, lim sandbox.Limits) (*leaf, error) {
 			return nil, err
 		}
 		err = errors.Join(
-			writeBack(l.mem, "memory.limit_in_bytes", mem),
+			launch.WriteNumber(l.mem, "memory.limit_in_bytes", mem),
 			writeOptional(l.mem, "memory.memsw.limit_in_bytes", mem), // swap must not extend it
-			writeBack(l.pids, "pids.max", lim.Tasks),
+			launch.WriteNumber(l.pids, "pids.max", lim.Tasks),
 		)
 	case LimitsV2:
 		if l.mem, err = mk(m.V2); err != nil {
@@ -216,9 +216,9 @@ func (m Mechanism) newLeaf(id string, lim sandbox.Limits) (*leaf, error) {
 		}
 		l.pids = l.mem
 		err = errors.Join(
-			writeBack(l.mem, "memory.max", mem),
+			launch.WriteNumber(l.mem, "memory.max", mem),
 			writeOptional(l.mem, "memory.swap.max", 0),
-			writeBack(l.pids, "pids.max", lim.Tasks),
+			launch.WriteNumber(l.pids, "pids.max", lim.Tasks),
 		)
 	default:
 		return nil, fmt.Errorf("cgroup leaf: mode %s has no cgroupfs leaf", m.Mode)
@@ -245,61 +245,12 @@ func sweepLeaves(parent string) {
 	}
 }
 
-func writeBack(dir, file string, v int64) error {
-	p := filepath.Join(dir, file)
-	if err := os.WriteFile(p, []byte(strconv.FormatInt(v, 10)), 0); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	got, err := readInt(p)
-	if err != nil {
-		return err
-	}
-	if got != v {
-		return fmt.Errorf("read back %s = %d, want %d", p, got, v)
-	}
-	return nil
-}
-
 func writeOptional(dir, file string, v int64) error {
 	p := filepath.Join(dir, file)
 	if _, err := os.Stat(p); err != nil {
 		return nil
 	}
-	return writeBack(dir, file, v)
-}
-
-func readInt(p string) (int64, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", p, err)
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "max" {
-		return -1, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %q: %w", p, s, err)
-	}
-	return n, nil
-}
-
-// keyed reads "key value" lines (memory.events, pids.events, memory.oom_control).
-func keyed(p, key string) int64 {
-	f, err := os.Open(p)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), " ")
-		if k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return launch.WriteNumber(dir, file, v)
 }
 
 // hit says which cgroup limit the run ran into, if any.
@@ -307,17 +258,11 @@ func (l *leaf) hit() reasons.Code {
 	if l == nil {
 		return ""
 	}
-	oom := keyed(filepath.Join(l.mem, "memory.events"), "oom_kill")
+	mem := filepath.Join(l.mem, "memory.events")
 	if l.mode == LimitsV1 {
-		oom = keyed(filepath.Join(l.mem, "memory.oom_control"), "oom_kill")
+		mem = filepath.Join(l.mem, "memory.oom_control")
 	}
-	if oom > 0 {
-		return sandbox.LimitMemory
-	}
-	if keyed(filepath.Join(l.pids, "pids.events"), "max") > 0 {
-		return sandbox.LimitTasks
-	}
-	return ""
+	return launch.LimitHit(mem, filepath.Join(l.pids, "pids.events"))
 }
 
 // kill SIGKILLs every process left in the run's cgroups until they are empty.

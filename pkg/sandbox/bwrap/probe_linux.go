@@ -33,9 +33,13 @@ func (l *Backend) ConfigHash() (string, error) {
 		return "", reasons.New(reasons.SeccompFailed, err.Error())
 	}
 	spec := sandbox.Spec{ID: "x", Mode: sandbox.ModeSandbox, Argv: []string{"/x"}, RunRoot: "/r", Endpoint: "/e", Port: 1}
-	lay := Layout{SystemDirs: launch.HostSystemDirs(), Home: "/h", Tmp: "/t", Work: "/w", Endpoint: "/e", Init: initBin, Self: l.cfg.Self,
+	p, err := launch.NewPlan(spec, launch.HostPaths{Prog: "/x", Endpoint: "/e"})
+	if err != nil {
+		return "", err
+	}
+	lay := Layout{SystemDirs: launch.HostSystemDirs(), Home: "/h", Tmp: "/t", Work: "/w", Init: initBin, Self: l.cfg.Self,
 		SeccompFDs: []int{3, 4}, EnvFD: 5, StatusFD: 6, HoldFD: 7, Hostname: l.cfg.Hostname, Unsafe: l.unsafe}
-	args, err := Args(spec, lay)
+	args, err := Args(p, lay)
 	if err != nil {
 		return "", err
 	}
@@ -44,11 +48,11 @@ func (l *Backend) ConfigHash() (string, error) {
 	return sandbox.ConfigHash(parts...), nil
 }
 
-// StartProbed implements launch.Probed: spec's run, whose init runs the probe's checks (S7)
+// StartProbed implements launch.Probed: p's run, whose init runs the probe's checks (S7)
 // in the run's own sandbox before the agent; the agent starts only when they passed and
 // release is true (P2). A failing probe ends the run before its agent ever started, and
 // returns no run. Either way the result is the probe's.
-func (l *Backend) StartProbed(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, release bool) (launch.Run, sandbox.ProbeResult) {
+func (l *Backend) StartProbed(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, release bool) (launch.Run, sandbox.ProbeResult) {
 	var warn []reasons.Code
 	if l.mech.Mode == LimitsNone {
 		warn = append(warn, reasons.NoCgroupLimits)
@@ -58,12 +62,12 @@ func (l *Backend) StartProbed(ctx context.Context, spec sandbox.Spec, stdio sand
 		res.Warnings = warn
 		return nil, res
 	}
-	g, err := gate.Open(spec.Port)
+	g, err := gate.Open(p.Spec().Port)
 	if err != nil {
 		return failed(reasons.SandboxStartFailed, err.Error())
 	}
 	defer g.Close()
-	r, err := l.start(ctx, spec, stdio, Wall{}, g)
+	r, err := l.start(ctx, p, stdio, Wall{}, g)
 	if err != nil {
 		return failed(sandbox.CodeOf(err), err.Error())
 	}
@@ -73,7 +77,7 @@ func (l *Backend) StartProbed(ctx context.Context, spec sandbox.Spec, stdio sand
 		launch.WaitSettled(r)
 		return r.Wait()
 	}
-	checks, err := g.Await(ctx, r.w.Done())
+	checks, err := g.Await(ctx, r.Done())
 	if err != nil {
 		r.Kill()
 		out := end()
@@ -129,6 +133,10 @@ func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 		Endpoint: ep.Addr().String(), Port: probePort,
 		Limits: sandbox.Limits{WallClock: gate.Timeout, Grace: time.Second},
 	}
-	_, res := l.StartProbed(ctx, spec, sandbox.Stdio{}, false)
+	p, err := launch.Prepare(spec)
+	if err != nil {
+		return sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()), nil
+	}
+	_, res := l.StartProbed(ctx, p, sandbox.Stdio{}, false)
 	return res, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,19 +26,25 @@ import (
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
 
-// Child fd numbers: ExtraFiles[i] becomes fd 3+i in bwrap (through systemd-run's exec too).
-const (
-	fdSeccomp0 = 3
-)
-
-// run is one started sandboxed run.
+// run is one started sandboxed run. It embeds its watch, which gives it Wait, Stop, Kill
+// and Settled.
 type run struct {
+	*launch.Watch
 	l    *Backend
-	spec sandbox.Spec
+	plan *launch.Plan
 	lim  sandbox.Limits
+	wall Wall
+	gate *gate.Host // the probe folded into the run (StartProbed), or nil
+	lay  Layout
+	fds  fdTable // the child's descriptors past stdio, until exec has handed them over
+	argv []string
 	cmd  *exec.Cmd
 	leaf *leaf
-	hold *os.File // the launcher's end of init's --hold, until Start returns; nil without one
+	// leafDone delivers the run's cgroups, made while the dirs are (both are a few file
+	// system calls that wait on the kernel, not on each other); nil once received.
+	leafDone chan leafMade
+	statusR  *os.File // the launcher's end of bwrap's --json-status-fd until readStatus has it
+	hold     *os.File // the launcher's end of init's --hold, until Start returns; nil without one
 	// endBorn ends the thread that started a run born in its cgroups (startBorn); watch calls
 	// it once, when the run is over. nil otherwise.
 	endBorn func()
@@ -47,8 +52,7 @@ type run struct {
 	// nil when it could not be opened.
 	mntNS  *os.File
 	dirs   *launch.RunDirs // home, tmp, work; nil until made
-	stderr *launch.Tail
-	w      *launch.Watch
+	stderr *sandbox.Capped
 
 	cgroup     sandbox.CgroupLimits // whether the cgroup limits are in force; set by start
 	childPid   chan int             // init's host pid, from --json-status-fd
@@ -59,24 +63,47 @@ type run struct {
 	gotExit  bool
 	pidfd    int   // init's pidfd once confined, else -1
 	setupErr error // a failure after the process started (limits not read back)
-	outcome  sandbox.Outcome
 }
 
-// Start implements launch.Backend: it applies spec (link-safe dirs, seccomp memfds, cgroup
+type leafMade struct {
+	leaf *leaf
+	err  error
+}
+
+// fdTable is the child's descriptors past stdio, as data: the i-th file added becomes fd
+// 3+i in bwrap (through systemd-run's exec too), which is the number its flag names.
+type fdTable struct{ files []*os.File }
+
+// add appends fs and returns the child's fd number of the first.
+func (t *fdTable) add(fs ...*os.File) int {
+	n := 3 + len(t.files)
+	t.files = append(t.files, fs...)
+	return n
+}
+
+// close closes the launcher's copies (after exec, or when the start failed).
+func (t *fdTable) close() {
+	for _, f := range t.files {
+		f.Close()
+	}
+	t.files = nil
+}
+
+// Start implements launch.Backend: it applies p (link-safe dirs, seccomp memfds, cgroup
 // limits), then bwrap → init → agent, so every limit is in place before the agent, or
 // anything it starts, exists: on cgroup v1 bwrap is born in the run's cgroups (startBorn);
 // on v2 and in a systemd scope init waits on its --hold fd until confine has moved it in;
 // init sets the rlimits itself before it starts the agent.
 // The probe gate is the Launcher's (pkg/sandbox/launch), or the run's own (StartProbed).
-func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
-	return l.StartWall(ctx, spec, stdio, Wall{})
+func (l *Backend) Start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio) (launch.Run, error) {
+	return l.StartWall(ctx, p, stdio, Wall{})
 }
 
 // StartWall is Start for a program that needs the named differences of w in place of an
 // agent (the vm backend's QEMU, V1). Like Start it does not look at the probe: the vm
 // backend's own probe, which the Launcher gates on, includes this backend's.
-func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, w Wall) (launch.Run, error) {
-	r, err := l.start(ctx, spec, stdio, w, nil)
+func (l *Backend) StartWall(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, w Wall) (launch.Run, error) {
+	r, err := l.start(ctx, p, stdio, w, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -84,201 +111,248 @@ func (l *Backend) StartWall(ctx context.Context, spec sandbox.Spec, stdio sandbo
 }
 
 // start is StartWall; with g, init runs the probe's checks first and starts the agent only
-// when g releases it (pkg/sandbox/gate).
-func (l *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, w Wall, g *gate.Host) (*run, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if spec.Mode != sandbox.ModeSandbox {
-		return nil, fmt.Errorf("start %s: mode %q is not sandboxed", spec.ID, spec.Mode)
-	}
-	bw, err := l.bwrapPath()
-	if err != nil {
-		return nil, err
-	}
-	initBin, err := l.initPath()
-	if err != nil {
-		return nil, err
-	}
-	r := &run{l: l, spec: spec, lim: spec.Limits.WithDefaults(), pidfd: -1, childPid: make(chan int, 1), statusDone: make(chan struct{})}
-	r.w = launch.NewWatch(r.lim, func() { r.signalInit(unix.SIGTERM) }, r.kill, r.overDisk)
-	var files []*os.File
-	closeFiles := func() {
-		for _, f := range files {
-			f.Close()
+// when g releases it (pkg/sandbox/gate). It applies the plan as one ordered list of named
+// steps; the first that fails undoes what the earlier ones made, and its error names it.
+func (l *Backend) start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, w Wall, g *gate.Host) (*run, error) {
+	r := &run{l: l, plan: p, lim: p.Limits(), wall: w, gate: g, pidfd: -1,
+		childPid: make(chan int, 1), statusDone: make(chan struct{})}
+	r.Watch = launch.NewWatch(r.lim, func() { r.signalInit(unix.SIGTERM) }, r.kill, r.overDisk)
+	r.stderr = sandbox.NewTail(stdio.Stderr, 4096)
+	defer r.closeHold() // unwritten, it ends an init still waiting without an agent
+	for _, s := range []struct {
+		name string
+		do   func() error
+	}{
+		{"programs", r.findPrograms},
+		{"cgroups", r.makeLeaf},
+		{"dirs", r.makeDirs},
+		{"seccomp", r.addSeccomp},
+		{"env", r.addEnv},
+		{"status", r.addStatus},
+		{"hold", r.addHold},
+		{"gate", r.addGate},
+		{"cgroups", r.awaitLeaf},
+		{"args", r.render},
+		{"exec", func() error { return r.exec(stdio) }},
+	} {
+		if err := s.do(); err != nil {
+			r.undo()
+			return nil, fmt.Errorf("start %s: %s: %w", p.ID(), s.name, err)
 		}
 	}
-	// The run's cgroups are made while the dirs are: both are a few file system calls that
-	// wait on the kernel, not on each other.
-	leafDone := make(chan error, 1)
-	var leafMade *leaf
-	cgroup := sandbox.CgroupNone
-	switch l.mech.Mode {
-	case LimitsV1, LimitsV2:
-		cgroup = sandbox.CgroupFull
-		go func() {
-			var err error
-			leafMade, err = l.mech.newLeaf(spec.ID, r.lim)
-			leafDone <- err
-		}()
-	default:
-		leafDone <- nil
-	}
-	leafErr := func() error {
-		if leafDone == nil {
-			return nil
-		}
-		err := <-leafDone
-		leafDone, r.leaf = nil, leafMade
+	r.confineAndRelease()
+	l.cfg.Log.Info("run started", "id", p.ID(), "mode", sandbox.ModeSandbox, "limits", l.mech.Mode, "cgroup", r.cgroup, "argv0", p.Host().Prog)
+	go r.watch(ctx)
+	return r, nil
+}
+
+// findPrograms finds bwrap and the run's init, and starts the run's layout with them.
+func (r *run) findPrograms() error {
+	bw, err := r.l.bwrapPath()
+	if err != nil {
 		return err
 	}
-	fail := func(err error) (*run, error) {
-		closeFiles()
-		_ = leafErr()
-		r.leaf.kill()
-		r.leaf.remove()
-		r.cleanupDirs()
-		return nil, err
-	}
-
-	lay := Layout{EnvFD: -1, StatusFD: -1, HoldFD: -1, Hostname: l.cfg.Hostname, Init: initBin, Self: l.cfg.Self, Unsafe: l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: w}
-	if err := r.makeDirs(&lay); err != nil {
-		return fail(err)
-	}
-	tree, prog, err := launch.ResolveAgent(spec)
+	initBin, err := r.l.initPath()
 	if err != nil {
-		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
+		return err
 	}
-	lay.AgentTree = tree
-	if lay.RuntimeTree, lay.RuntimeBin, err = launch.ResolveRuntime(spec); err != nil {
-		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
-	}
-	spec.Argv = append([]string{prog}, spec.Argv[1:]...)
-	if spec.Endpoint != "" {
-		ep, err := filepath.EvalSymlinks(spec.Endpoint)
-		if err != nil {
-			return fail(fmt.Errorf("start %s: endpoint: %w", spec.ID, err))
-		}
-		if fi, err := os.Lstat(ep); err != nil || fi.Mode()&os.ModeSocket == 0 {
-			return fail(fmt.Errorf("start %s: endpoint %s is not a socket", spec.ID, ep))
-		}
-		lay.Endpoint = ep
-	}
+	r.argv = []string{bw}
+	r.lay = Layout{EnvFD: -1, StatusFD: -1, HoldFD: -1, Hostname: r.l.cfg.Hostname, Init: initBin, Self: r.l.cfg.Self,
+		Unsafe: r.l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: r.wall, FileSize: r.lim.FileSize}
+	return nil
+}
 
-	progs, err := l.cfg.Filters()
+// makeLeaf starts making the run's cgroups (cgroup v1 or v2), which awaitLeaf collects.
+func (r *run) makeLeaf() error {
+	r.leafDone = make(chan leafMade, 1)
+	switch r.l.mech.Mode {
+	case LimitsV1, LimitsV2:
+		r.cgroup = sandbox.CgroupFull
+		go func() {
+			lf, err := r.l.mech.newLeaf(r.plan.ID(), r.lim)
+			r.leafDone <- leafMade{lf, err}
+		}()
+	default:
+		r.cgroup = sandbox.CgroupNone
+		r.leafDone <- leafMade{}
+	}
+	return nil
+}
+
+// awaitLeaf collects the cgroups makeLeaf started; undo calls it too, so a leaf made while a
+// later step failed is removed.
+func (r *run) awaitLeaf() error {
+	if r.leafDone == nil {
+		return nil
+	}
+	m := <-r.leafDone
+	r.leafDone, r.leaf = nil, m.leaf
+	return m.err
+}
+
+// makeDirs creates the run's dirs (launch.MakeRunDirs) and puts them in the layout.
+func (r *run) makeDirs() error {
+	d, err := launch.MakeRunDirs(r.plan.Spec(), r.l.cfg.Log)
+	r.dirs = d
+	r.lay.Home, r.lay.Tmp, r.lay.Work = d.Home, d.Tmp, d.Work
+	return err
+}
+
+// addSeccomp hands bwrap the sealed seccomp programs (S4).
+func (r *run) addSeccomp() error {
+	progs, err := r.l.cfg.Filters()
 	if err != nil {
-		return fail(reasons.New(reasons.SeccompFailed, err.Error()))
+		return reasons.New(reasons.SeccompFailed, err.Error())
 	}
 	for _, p := range progs {
 		f, err := seccomp.WriteMemfd(p)
 		if err != nil {
-			return fail(reasons.New(reasons.SeccompFailed, err.Error()))
+			return reasons.New(reasons.SeccompFailed, err.Error())
 		}
-		lay.SeccompFDs = append(lay.SeccompFDs, fdSeccomp0+len(files))
-		files = append(files, f)
+		r.lay.SeccompFDs = append(r.lay.SeccompFDs, r.fds.add(f))
 	}
-	if len(spec.Env) > 0 {
-		f, err := memfd.Sealed("anet-env", []byte(strings.Join(spec.Env, "\x00")+"\x00"))
-		if err != nil {
-			return fail(fmt.Errorf("start %s: env: %w", spec.ID, err))
-		}
-		lay.EnvFD = fdSeccomp0 + len(files)
-		files = append(files, f)
+	return nil
+}
+
+// addEnv hands init the endpoint variables in a sealed memfd: they never appear in an argv.
+func (r *run) addEnv() error {
+	env := r.plan.Spec().Env
+	if len(env) == 0 {
+		return nil
 	}
+	f, err := memfd.Sealed("anet-env", []byte(strings.Join(env, "\x00")+"\x00"))
+	if err != nil {
+		return err
+	}
+	r.lay.EnvFD = r.fds.add(f)
+	return nil
+}
+
+// addStatus opens the pipe of bwrap's --json-status-fd: init's pid, then its exit code.
+func (r *run) addStatus() error {
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
-		return fail(fmt.Errorf("start %s: status pipe: %w", spec.ID, err))
+		return err
 	}
-	lay.StatusFD = fdSeccomp0 + len(files)
-	files = append(files, statusW)
-	// A run whose cgroups are joined from outside (v2, a systemd scope) holds its agent until
-	// they are; on v1 the run is born in them (startBorn) and needs no hold.
-	if l.mech.Mode == LimitsV2 || l.mech.Mode == LimitsSystemd {
-		holdChild, hold, err := os.Pipe()
-		if err != nil {
-			statusR.Close()
-			return fail(fmt.Errorf("start %s: hold: %w", spec.ID, err))
-		}
-		r.hold = hold
-		defer hold.Close() // unwritten, it ends an init still waiting without an agent
-		lay.HoldFD = fdSeccomp0 + len(files)
-		files = append(files, holdChild)
-	}
-	lay.FileSize = r.lim.FileSize
-	if g != nil {
-		ctl := fdSeccomp0 + len(files)
-		lay.Gate = g.Args(ctl, ctl+1)
-		files = append(files, g.Files()...)
-	}
-	if err := leafErr(); err != nil {
-		statusR.Close()
-		return fail(fmt.Errorf("start %s: %w", spec.ID, err))
-	}
+	r.statusR = statusR
+	r.lay.StatusFD = r.fds.add(statusW)
+	return nil
+}
 
-	args, err := Args(spec, lay)
-	if err != nil {
-		statusR.Close()
-		return fail(err)
+// addHold gives init the --hold a run whose cgroups are joined from outside (v2, a systemd
+// scope) waits on until they are; on v1 the run is born in them (startBorn) and needs none.
+func (r *run) addHold() error {
+	if r.l.mech.Mode != LimitsV2 && r.l.mech.Mode != LimitsSystemd {
+		return nil
 	}
-	argv := append([]string{bw}, args...)
-	if l.mech.Mode == LimitsSystemd {
+	holdChild, hold, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	r.hold = hold
+	r.lay.HoldFD = r.fds.add(holdChild)
+	return nil
+}
+
+// addGate hands init the gate's streams when the probe is folded into the run.
+func (r *run) addGate() error {
+	if r.gate == nil {
+		return nil
+	}
+	files := r.gate.Files()
+	ctl := r.fds.add(files...)
+	r.lay.Gate = r.gate.Args(ctl, ctl+1)
+	return nil
+}
+
+// render is bwrap's argv for the plan and layout, inside a systemd scope when that is the
+// limits mechanism.
+func (r *run) render() error {
+	args, err := Args(r.plan, r.lay)
+	if err != nil {
+		return err
+	}
+	r.argv = append(r.argv, args...)
+	if r.l.mech.Mode == LimitsSystemd {
 		sr, err := exec.LookPath("systemd-run")
 		if err != nil {
-			statusR.Close()
-			return fail(fmt.Errorf("start %s: %w", spec.ID, err))
+			return err
 		}
-		argv = SystemdScopeArgs(sr, spec.ID, r.lim, argv)
+		r.argv = SystemdScopeArgs(sr, r.plan.ID(), r.lim, r.argv)
 	}
+	return nil
+}
 
-	r.stderr = launch.NewTail(stdio.Stderr, 4096)
-	cmd := &exec.Cmd{
-		Path:       argv[0],
-		Args:       argv,
+// exec starts bwrap: born in the run's cgroups on v1 (startBorn), else plainly.
+func (r *run) exec(stdio sandbox.Stdio) error {
+	r.cmd = &exec.Cmd{
+		Path:       r.argv[0],
+		Args:       r.argv,
 		Env:        []string{},
 		Stdin:      stdio.Stdin,
 		Stdout:     stdio.Stdout,
 		Stderr:     r.stderr,
-		ExtraFiles: files,
+		ExtraFiles: r.fds.files,
 		SysProcAttr: &syscall.SysProcAttr{
 			Pdeathsig: syscall.SIGKILL, // with bwrap --die-with-parent: runs end with us
 			Setpgid:   true,            // terminal signals reach the launcher, which stops runs itself
 		},
 	}
-	r.cmd = cmd
-	var startErr error
+	var err error
 	if r.leaf != nil && len(r.leaf.tasks) > 0 {
-		r.endBorn, startErr = startBorn(cmd, r.leaf.tasks, l.mech.tasks())
+		r.endBorn, err = startBorn(r.cmd, r.leaf.tasks, r.l.mech.tasks())
 	} else {
-		startErr = cmd.Start()
+		err = r.cmd.Start()
 	}
-	if startErr != nil {
-		statusR.Close()
-		return fail(reasons.New(reasons.SandboxStartFailed, startErr.Error()))
+	if err != nil {
+		r.cmd = nil
+		return reasons.New(reasons.SandboxStartFailed, err.Error())
 	}
-	closeFiles()
-	go r.readStatus(statusR)
+	r.fds.close()
+	go r.readStatus(r.statusR)
+	r.statusR = nil
+	return nil
+}
+
+// confineAndRelease is what follows bwrap's start: confine its child, read the systemd
+// scope's limits back, then release init's hold. A failure here kills the run, whose
+// outcome then carries it (setupErr): the process exists, so the run is returned.
+func (r *run) confineAndRelease() {
 	if err := r.confine(); err != nil {
 		r.setupErr = err
-		r.w.Kill()
+		r.Watch.Kill()
 	}
-	if r.setupErr == nil && l.mech.Mode == LimitsSystemd {
+	if r.setupErr == nil && r.l.mech.Mode == LimitsSystemd {
 		// Fail closed: limits that cannot be read back from the run's own cgroup are not
 		// in force, and this run was promised them.
-		if err := systemdReadBack(cmd.Process.Pid, r.lim); err != nil {
+		if err := systemdReadBack(r.cmd.Process.Pid, r.lim); err != nil {
 			r.setupErr = err
-			r.w.Kill()
+			r.Watch.Kill()
 		} else {
-			cgroup = sandbox.CgroupFull
+			r.cgroup = sandbox.CgroupFull
 		}
 	}
 	if r.setupErr == nil && r.hold != nil {
 		_, _ = r.hold.Write([]byte{runinit.Release}) // init may now start the agent
 	}
-	r.outcome.Cgroup, r.cgroup = cgroup, cgroup
-	l.cfg.Log.Info("run started", "id", spec.ID, "mode", spec.Mode, "limits", l.mech.Mode, "cgroup", cgroup, "argv0", prog)
+}
 
-	go r.watch(ctx)
-	return r, nil
+// undo removes what the steps before a failed one made; nothing of the run was started.
+func (r *run) undo() {
+	r.fds.close()
+	if r.statusR != nil {
+		r.statusR.Close()
+	}
+	_ = r.awaitLeaf()
+	r.leaf.kill()
+	r.leaf.remove()
+	r.cleanupDirs()
+}
+
+func (r *run) closeHold() {
+	if r.hold != nil {
+		r.hold.Close()
+	}
 }
 
 // confine pins the run's pid 1 with a pidfd, for every later signal, and moves it into the
@@ -377,15 +451,7 @@ func joinThread(tasks []string) error {
 	return nil
 }
 
-// makeDirs creates the run's dirs (launch.MakeRunDirs) and puts them in lay.
-func (r *run) makeDirs(lay *Layout) error {
-	d, err := launch.MakeRunDirs(r.spec, r.l.cfg.Log)
-	r.dirs = d
-	lay.Home, lay.Tmp, lay.Work = d.Home, d.Tmp, d.Work
-	return err
-}
-
-func (r *run) cleanupDirs() { r.dirs.Remove(r.l.cfg.Log, r.spec.ID) }
+func (r *run) cleanupDirs() { r.dirs.Remove(r.l.cfg.Log, r.plan.ID()) }
 
 // readStatus follows bwrap's --json-status-fd: the child (init) pid, then its exit code.
 func (r *run) readStatus(f *os.File) {
@@ -415,7 +481,7 @@ func (r *run) readStatus(f *os.File) {
 // watch runs the shared watch loop (wall clock, cancel, the disk limit), then collects the
 // outcome.
 func (r *run) watch(ctx context.Context) {
-	err := r.w.Run(ctx, r.cmd.Wait)
+	err := r.Run(ctx, r.cmd.Wait)
 	if r.endBorn != nil {
 		r.endBorn()
 	}
@@ -459,8 +525,8 @@ func (r *run) finish(waitErr error) {
 	// Anything left (there should be nothing once pid 1 of the namespace is gone) is killed.
 	r.leaf.kill()
 	r.mu.Lock()
-	o := r.outcome
-	limit := r.w.Limit()
+	o := sandbox.Outcome{Cgroup: r.cgroup}
+	limit := r.Limit()
 	o.Limit = limit
 	if o.Limit == "" {
 		o.Limit = r.leaf.hit()
@@ -470,12 +536,9 @@ func (r *run) finish(waitErr error) {
 		o.ExitCode = -1
 		o.Err = reasons.New(reasons.SandboxStartFailed, r.setupErr.Error())
 	case r.gotExit:
-		o.ExitCode = r.exitCode
-		if o.ExitCode > 128 && o.ExitCode < 128+65 {
-			o.Signal = o.ExitCode - 128
-		}
-	case limit != "" || r.w.Killed():
-		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
+		o.ExitCode, o.Signal = r.exitCode, launch.SignalOf(r.exitCode)
+	case limit != "" || r.Killed():
+		o.ExitCode, o.Signal = launch.Killed()
 	default:
 		msg := strings.TrimSpace(r.stderr.String())
 		if msg == "" && waitErr != nil {
@@ -492,12 +555,11 @@ func (r *run) finish(waitErr error) {
 	if o.Limit != "" {
 		o.Detail = reasons.Text(o.Limit)
 	}
-	r.outcome = o
-	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
+	r.l.cfg.Log.Info("run ended", "id", r.plan.ID(), "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
 	// Every process of the run is gone and its limits are read: nothing of it can act any
 	// more, so the outcome does not wait for the removal (rmdir on the host's file system
 	// and in cgroupfs), which follows at once and ends in settled.
-	r.w.Finish()
+	r.Finish(o)
 	if r.mntNS != nil {
 		r.mntNS.Close() // the mount namespace is torn down now, off the answer's path
 	}
@@ -509,21 +571,5 @@ func (r *run) finish(waitErr error) {
 	}()
 	r.cleanupDirs()
 	<-removed
-	r.w.Settle()
+	r.Settle()
 }
-
-// Wait implements sandbox.Run: the outcome, once every process of the run is gone.
-func (r *run) Wait() sandbox.Outcome {
-	<-r.w.Done()
-	return r.outcome
-}
-
-// Settled implements launch.Settler: closed once the run's dirs and cgroups are removed,
-// right after Wait has the outcome.
-func (r *run) Settled() <-chan struct{} { return r.w.Settled() }
-
-// Stop implements sandbox.Run.
-func (r *run) Stop() { r.w.Stop() }
-
-// Kill implements launch.Run.
-func (r *run) Kill() { r.w.Kill() }

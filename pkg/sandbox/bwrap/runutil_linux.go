@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
 )
 
 // systemdReadBack reads the limits from the scope's own cgroup (v2, which user systemd uses).
@@ -26,8 +27,8 @@ func systemdReadBack(pid int, lim sandbox.Limits) error {
 	}
 	for _, base := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		dir := filepath.Join(base, path)
-		mem, err1 := readInt(filepath.Join(dir, "memory.max"))
-		tasks, err2 := readInt(filepath.Join(dir, "pids.max"))
+		mem, err1 := launch.ReadNumber(filepath.Join(dir, "memory.max"))
+		tasks, err2 := launch.ReadNumber(filepath.Join(dir, "pids.max"))
 		if err1 != nil || err2 != nil {
 			continue
 		}

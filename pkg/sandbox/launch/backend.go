@@ -31,9 +31,9 @@ type Backend interface {
 	// ConfigHash identifies the configuration a probe result holds for (binary, rendered
 	// arguments, filters, limits mechanism); any change of it invalidates the cache.
 	ConfigHash() (string, error)
-	// Start starts a sandboxed run of a validated spec, without looking at the probe: the
+	// Start starts a sandboxed run of a prepared plan, without looking at the probe: the
 	// Launcher gates. Its run is stopped through a Watch.
-	Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error)
+	Start(ctx context.Context, p *Plan, stdio sandbox.Stdio) (Run, error)
 }
 
 // SelfTester is a Backend with a self-test of its own, run by SelfTest after the probe in
@@ -43,13 +43,13 @@ type SelfTester interface {
 }
 
 // Probed is a backend that can fold the probe into a run, so a launch with no passing probe
-// cached still builds one sandbox (S7, P2): StartProbed starts spec's run, whose own init runs
+// cached still builds one sandbox (S7, P2): StartProbed starts p's run, whose own init runs
 // the probe's checks in the run's sandbox before the agent, and returns once they have been
 // judged. With a passing result and release, the run's agent has been released and the run is
 // returned; otherwise the run has ended without its agent ever starting, and no run is
 // returned. A backend without it is probed in a sandbox of its own first.
 type Probed interface {
-	StartProbed(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, release bool) (Run, sandbox.ProbeResult)
+	StartProbed(ctx context.Context, p *Plan, stdio sandbox.Stdio, release bool) (Run, sandbox.ProbeResult)
 }
 
 // Limited is a backend that knows, before any run, whether its runs get the cgroup limits

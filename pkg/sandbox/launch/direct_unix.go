@@ -19,16 +19,8 @@ import (
 // <WorkRoot>/<WorkSub> (created link-safely), with the same wall clock as a sandboxed run.
 // The agent gets its own process group, which is what the wall clock stops; a trusted agent
 // that daemonises escapes that, as it could from any shell of the operator.
-func startDirect(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if spec.Mode != sandbox.ModeDirect {
-		return nil, fmt.Errorf("start direct %s: mode %q", spec.ID, spec.Mode)
-	}
-	if spec.WorkRoot == "" {
-		return nil, fmt.Errorf("start direct %s: work_root: required in direct mode", spec.ID)
-	}
+func startDirect(ctx context.Context, p *Plan, stdio sandbox.Stdio) (Run, error) {
+	spec := p.Spec()
 	work, f, err := linksafe.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
 	if err != nil {
 		return nil, fmt.Errorf("start direct %s: %w", spec.ID, err)
@@ -46,7 +38,7 @@ func startDirect(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (R
 	}
 	pgid := cmd.Process.Pid
 	r := &directRun{cmd: cmd}
-	r.w = NewWatch(spec.Limits,
+	r.Watch = NewWatch(spec.Limits,
 		func() { _ = syscall.Kill(-pgid, syscall.SIGTERM) },
 		func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) },
 		nil)
@@ -54,27 +46,25 @@ func startDirect(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (R
 	return r, nil
 }
 
+// directRun is a direct run: its process group, and the watch it embeds (Wait, Stop, Kill).
 type directRun struct {
-	cmd     *exec.Cmd
-	w       *Watch
-	outcome sandbox.Outcome // set before w.Finish
+	*Watch
+	cmd *exec.Cmd
 }
 
 func (r *directRun) watch(ctx context.Context) {
-	err := r.w.Run(ctx, r.cmd.Wait)
+	err := r.Run(ctx, r.cmd.Wait)
 	// The group may outlive its leader: end it.
 	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-	o := sandbox.Outcome{Cgroup: sandbox.CgroupNone, Limit: r.w.Limit()}
+	o := sandbox.Outcome{Cgroup: sandbox.CgroupNone, Limit: r.Limit()}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
 	case errors.As(err, &ee):
 		ws := ee.Sys().(syscall.WaitStatus)
+		o.ExitCode = StatusOf(ws)
 		if ws.Signaled() {
 			o.Signal = int(ws.Signal())
-			o.ExitCode = 128 + o.Signal
-		} else {
-			o.ExitCode = ws.ExitStatus()
 		}
 	default:
 		o.ExitCode, o.Err = -1, err
@@ -82,18 +72,15 @@ func (r *directRun) watch(ctx context.Context) {
 	if o.Limit != "" {
 		o.Detail = reasons.Text(o.Limit)
 	}
-	r.outcome = o
-	r.w.Finish()
+	r.Finish(o)
+	r.Settle() // a direct run makes nothing on the host to remove
 }
 
-// Stop implements sandbox.Run: TERM to the run's process group, KILL after the grace period.
-func (r *directRun) Stop() { r.w.Stop() }
-
-// Kill implements Run.
-func (r *directRun) Kill() { r.w.Kill() }
-
-// Wait implements sandbox.Run.
-func (r *directRun) Wait() sandbox.Outcome {
-	<-r.w.Done()
-	return r.outcome
+// StatusOf is how ws says a process ended, by the shell's convention: its exit status, or
+// SignalExit of the signal that ended it.
+func StatusOf(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return SignalExit(ws.Signal())
+	}
+	return ws.ExitStatus()
 }

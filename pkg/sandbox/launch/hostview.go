@@ -1,9 +1,7 @@
 package launch
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"anet.dev/anet/pkg/sandbox"
@@ -50,59 +48,6 @@ func HostSystemDirs() []SystemDir {
 	return out
 }
 
-// ResolveAgent decides which host dir a run exposes for the agent ("" when none is needed),
-// and the argv[0] to use inside: the realpath of the program, which must then lie in a
-// system dir or in the exposed tree. The tree passes CheckAgentTree.
-func ResolveAgent(spec sandbox.Spec) (tree, prog string, err error) {
-	switch spec.Argv[0] {
-	case sandbox.SandboxSelf, sandbox.SandboxInit:
-		return "", spec.Argv[0], nil // anet-sandboxd or the run's init: the backend binds it there
-	}
-	prog, err = filepath.EvalSymlinks(spec.Argv[0])
-	if err != nil {
-		return "", "", fmt.Errorf("agent %s: %w", spec.Argv[0], err)
-	}
-	tree = spec.AgentTree
-	if tree != "" {
-		if tree, err = filepath.EvalSymlinks(tree); err != nil {
-			return "", "", fmt.Errorf("agent tree %s: %w", spec.AgentTree, err)
-		}
-	} else {
-		for _, d := range DefaultSystemDirs {
-			if within(prog, d) {
-				return "", prog, nil
-			}
-		}
-		tree = filepath.Dir(prog)
-	}
-	if !within(prog, tree) {
-		return "", "", fmt.Errorf("agent %s: not inside its tree %s", prog, tree)
-	}
-	if err := checkTreeOf(spec, tree); err != nil {
-		return "", "", err
-	}
-	return tree, prog, nil
-}
-
-// checkTreeOf applies CheckAgentTree to tree with the operator's home and the spec's hidden
-// dirs as real paths, as the tree itself is.
-func checkTreeOf(spec sandbox.Spec, tree string) error {
-	home, _ := os.UserHomeDir()
-	if home != "" {
-		if h, err := filepath.EvalSymlinks(home); err == nil {
-			home = h
-		}
-	}
-	hidden := make([]string, 0, len(spec.Hidden))
-	for _, h := range spec.Hidden {
-		if r, err := filepath.EvalSymlinks(h); err == nil {
-			h = r
-		}
-		hidden = append(hidden, h)
-	}
-	return CheckAgentTree(tree, hidden, home)
-}
-
 // CheckAgentTree is sandbox.CheckAgentTree, the one rule every backend applies (S3, F3).
 func CheckAgentTree(tree string, hidden []string, home string) error {
 	return sandbox.CheckAgentTree(tree, hidden, home)
@@ -113,25 +58,3 @@ func Overlaps(a, b string) bool { return within(a, b) || within(b, a) }
 
 // within reports whether p is dir or below it.
 func within(p, dir string) bool { return sandbox.Within(p, dir) }
-
-// ResolveRuntime resolves the spec's interpreter tree and bin dir (Spec.RuntimeTree and
-// RuntimeBin) to real paths and applies the agent tree's rule to the tree: the interpreter
-// is bound as read-only as the agent, and may expose no more (S3, F3). Empty: none.
-func ResolveRuntime(spec sandbox.Spec) (tree, bin string, err error) {
-	if spec.RuntimeTree == "" {
-		return "", "", nil
-	}
-	if tree, err = filepath.EvalSymlinks(spec.RuntimeTree); err != nil {
-		return "", "", fmt.Errorf("agent runtime tree %s: %w", spec.RuntimeTree, err)
-	}
-	if bin, err = filepath.EvalSymlinks(spec.RuntimeBin); err != nil {
-		return "", "", fmt.Errorf("agent runtime bin %s: %w", spec.RuntimeBin, err)
-	}
-	if !within(bin, tree) {
-		return "", "", fmt.Errorf("agent runtime bin %s: not inside its tree %s", bin, tree)
-	}
-	if err := checkTreeOf(spec, tree); err != nil {
-		return "", "", fmt.Errorf("agent runtime: %w", err)
-	}
-	return tree, bin, nil
-}

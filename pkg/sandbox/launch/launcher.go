@@ -173,11 +173,12 @@ func (l *Launcher) Limits(ctx context.Context) sandbox.CgroupLimits {
 // own init before its agent when the backend can (Probed), or a probe of its own first. A
 // failed probe is returned as its *reasons.Error and no agent starts.
 func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
-	if err := spec.Validate(); err != nil {
+	p, err := Prepare(spec)
+	if err != nil {
 		return nil, err
 	}
 	if spec.Mode == sandbox.ModeDirect {
-		return l.track(startDirect(ctx, spec, stdio))
+		return l.track(startDirect(ctx, p, stdio))
 	}
 	if l.backend == nil {
 		return nil, noBackend().Err()
@@ -187,10 +188,10 @@ func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 		return nil, sandbox.ProbeFailed(sandbox.CodeOf(err), err.Error()).Err()
 	}
 	if _, ok := l.cachedPass(hash); ok {
-		return l.startBackend(ctx, spec, stdio)
+		return l.startBackend(ctx, p, stdio)
 	}
-	if p, ok := l.backend.(Probed); ok {
-		r, res := p.StartProbed(ctx, spec, stdio, true)
+	if pb, ok := l.backend.(Probed); ok {
+		r, res := pb.StartProbed(ctx, p, stdio, true)
 		if res = l.cache.Record(hash, res); !res.OK {
 			return nil, res.Err()
 		}
@@ -203,27 +204,28 @@ func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 	if !res.OK {
 		return nil, res.Err()
 	}
-	return l.startBackend(ctx, spec, stdio)
+	return l.startBackend(ctx, p, stdio)
 }
 
 // startSandboxed starts a sandboxed run without the probe gate: self-test's battery, which
 // must show what is open even when the probe failed.
 func (l *Launcher) startSandboxed(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
 	if spec.Mode != sandbox.ModeSandbox {
 		return nil, fmt.Errorf("start %s: mode %q is not sandboxed", spec.ID, spec.Mode)
+	}
+	p, err := Prepare(spec)
+	if err != nil {
+		return nil, err
 	}
 	if l.backend == nil {
 		return nil, noBackend().Err()
 	}
-	return l.startBackend(ctx, spec, stdio)
+	return l.startBackend(ctx, p, stdio)
 }
 
-// startBackend starts a validated sandboxed spec on the backend (Start has checked it once).
-func (l *Launcher) startBackend(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (sandbox.Run, error) {
-	r, err := l.backend.Start(ctx, spec, stdio)
+// startBackend starts a prepared sandboxed plan on the backend.
+func (l *Launcher) startBackend(ctx context.Context, p *Plan, stdio sandbox.Stdio) (sandbox.Run, error) {
+	r, err := l.backend.Start(ctx, p, stdio)
 	if sandbox.CodeOf(err) == reasons.SelfCheckFailed {
 		// The backend's own check before the run failed (M1): a cached pass no longer holds.
 		l.cache.Drop()

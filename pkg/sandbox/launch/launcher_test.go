@@ -188,10 +188,15 @@ func (b *testBackend) Probe(context.Context) (sandbox.ProbeResult, error) {
 
 func (b *testBackend) ConfigHash() (string, error) { return "h", nil }
 
-func (b *testBackend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error) {
+func (b *testBackend) Start(ctx context.Context, p *Plan, stdio sandbox.Stdio) (Run, error) {
 	b.starts.Add(1)
+	spec := p.Spec()
 	spec.Mode, spec.WorkRoot, spec.WorkSub = sandbox.ModeDirect, spec.RunRoot, "w"
-	return startDirect(ctx, spec, stdio)
+	dp, err := Prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	return startDirect(ctx, dp, stdio)
 }
 
 func registerTestBackend(t *testing.T, name string, b Backend) {

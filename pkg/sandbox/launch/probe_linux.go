@@ -25,7 +25,7 @@ const ProbeCommand = "probe"
 
 // StartFunc starts a sandboxed run exactly as a backend starts an agent's, without the probe
 // gate: the probe's own run.
-type StartFunc func(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error)
+type StartFunc func(ctx context.Context, p *Plan, stdio sandbox.Stdio) (Run, error)
 
 // RunProbe is a backend's probe (S7): the checks of targets (the five S7 properties; a
 // backend may ask for more, as the vm backend does) run now in a run that start makes. The
@@ -57,8 +57,12 @@ func RunProbe(ctx context.Context, start StartFunc, targets attack.ProbeTargets,
 		r.Warnings = res.Warnings
 		return r, nil
 	}
+	p, err := Prepare(spec)
+	if err != nil {
+		return fail(sandbox.CodeOf(err), err.Error())
+	}
 	var stdout, stderr bytes.Buffer
-	run, err := start(ctx, spec, sandbox.Stdio{Stdout: &stdout, Stderr: &stderr})
+	run, err := start(ctx, p, sandbox.Stdio{Stdout: &stdout, Stderr: &stderr})
 	if err != nil {
 		return fail(sandbox.CodeOf(err), err.Error())
 	}

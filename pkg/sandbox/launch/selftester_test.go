@@ -24,11 +24,11 @@ func (b *selfTestingBackend) SelfTest(context.Context, SelfTestOptions) ([]check
 	return b.checks, nil
 }
 
-func (b *selfTestingBackend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (Run, error) {
+func (b *selfTestingBackend) Start(ctx context.Context, p *Plan, stdio sandbox.Stdio) (Run, error) {
 	if b.startErr != nil {
 		return nil, b.startErr
 	}
-	return b.testBackend.Start(ctx, spec, stdio)
+	return b.testBackend.Start(ctx, p, stdio)
 }
 
 // S8, M1: a backend with a self-test of its own gives `anet-sandboxd self-test` its checks

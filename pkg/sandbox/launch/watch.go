@@ -11,7 +11,8 @@ import (
 
 // Watch is the one watch loop every run has, whatever started it (a backend or a direct run):
 // it waits for the run's process while it enforces the wall clock, the caller's cancel and a
-// polled limit, and it is the one place that stops a run: terminate, grace, kill.
+// polled limit, and it is the one place that stops a run: terminate, grace, kill. A run
+// embeds its Watch, which gives it Wait, Stop, Kill and Settled (sandbox.Run, Run, Settler).
 type Watch struct {
 	terminate func()
 	kill      func()
@@ -19,6 +20,7 @@ type Watch struct {
 	lim       sandbox.Limits
 	done      chan struct{}
 	settled   chan struct{}
+	outcome   sandbox.Outcome // set by Finish, before done is closed
 
 	mu     sync.Mutex // guards the fields below
 	limit  reasons.Code
@@ -109,9 +111,18 @@ func (w *Watch) Killed() bool {
 	return w.killed
 }
 
-// Finish marks the run over, every process of it gone and its outcome known: Wait returns,
-// and a Stop in progress stops waiting for the grace period.
-func (w *Watch) Finish() { close(w.done) }
+// Finish marks the run over with outcome o, every process of it gone: Wait returns o, and a
+// Stop in progress stops waiting for the grace period.
+func (w *Watch) Finish(o sandbox.Outcome) {
+	w.outcome = o
+	close(w.done)
+}
+
+// Wait implements sandbox.Run: the outcome, once every process of the run is gone.
+func (w *Watch) Wait() sandbox.Outcome {
+	<-w.done
+	return w.outcome
+}
 
 // Done is closed by Finish.
 func (w *Watch) Done() <-chan struct{} { return w.done }

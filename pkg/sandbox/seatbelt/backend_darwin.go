@@ -133,7 +133,11 @@ func (b *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	defer os.RemoveAll(root)
 	spec := sandbox.Spec{ID: launch.RandomName("probe-", 6), Mode: sandbox.ModeSandbox, Argv: []string{"/usr/bin/true"},
 		RunRoot: root, Hidden: b.nodePaths()}
-	r, err := b.prepare(spec)
+	p, err := launch.Prepare(spec)
+	if err != nil {
+		return failed(sandbox.CodeOf(err), err.Error())
+	}
+	r, err := b.prepare(p)
 	if err != nil {
 		return failed(sandbox.CodeOf(err), err.Error())
 	}
@@ -228,8 +232,8 @@ func (b *Backend) raw(r *run) inProfile {
 		}
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
-		stdout := &capped{max: sandbox.MaxOutput}
-		stderr := &capped{max: 4096, tail: true}
+		stdout := sandbox.NewHead(sandbox.MaxOutput)
+		stderr := sandbox.NewTail(nil, 4096)
 		cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = r.env, r.params.Work, stdout, stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -279,9 +283,13 @@ func (b *Backend) SelfTest(ctx context.Context, o launch.SelfTestOptions) ([]che
 	asRun := func(ctx context.Context, port int, argv []string) ([]byte, string, int, error) {
 		s := spec
 		s.Argv, s.EndpointAddr, s.Port = argv, "127.0.0.1:"+strconv.Itoa(port), port
-		stdout := &capped{max: sandbox.MaxOutput}
-		stderr := &capped{max: 4096, tail: true}
-		run, err := b.start(ctx, s, sandbox.Stdio{Stdout: stdout, Stderr: stderr}, true)
+		stdout := sandbox.NewHead(sandbox.MaxOutput)
+		stderr := sandbox.NewTail(nil, 4096)
+		p, err := launch.Prepare(s)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		run, err := b.start(ctx, p, sandbox.Stdio{Stdout: stdout, Stderr: stderr}, true)
 		if err != nil {
 			return nil, "", 0, err
 		}

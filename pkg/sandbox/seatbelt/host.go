@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -213,7 +212,7 @@ func selfCheck(ctx context.Context, in checkInput, run inProfile) ([]check.Check
 	case err != nil:
 		out = append(out, fail(ItemProfile, "M1", "sandbox-exec did not run: "+err.Error()))
 	case code != 0:
-		out = append(out, fail(ItemProfile, "M1", fmt.Sprintf("/usr/bin/true in the profile exited %d: %s", code, lastLine(stderr))))
+		out = append(out, fail(ItemProfile, "M1", fmt.Sprintf("/usr/bin/true in the profile exited %d: %s", code, clip(launch.LastLine(stderr)))))
 	default:
 		out = append(out, pass(ItemProfile, "M1", "the profile compiles and /usr/bin/true runs in it"))
 	}
@@ -232,7 +231,7 @@ func selfCheck(ctx context.Context, in checkInput, run inProfile) ([]check.Check
 	for _, name := range want {
 		g, ok := byName[name]
 		if !ok {
-			g = fail(name, "M1", fmt.Sprintf("no result from the check program (exit %d, %v): %s", code, err, lastLine(stderr)))
+			g = fail(name, "M1", fmt.Sprintf("no result from the check program (exit %d, %v): %s", code, err, clip(launch.LastLine(stderr))))
 		}
 		out = append(out, g)
 	}
@@ -242,12 +241,4 @@ func selfCheck(ctx context.Context, in checkInput, run inProfile) ([]check.Check
 		out = append(out, pass(ItemDecoyHits, "S2,M1", "the decoy listener accepted nothing"))
 	}
 	return out, nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return clip(s)
 }

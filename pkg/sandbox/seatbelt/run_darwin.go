@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 
-	"anet.dev/anet/pkg/agents"
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
@@ -22,40 +19,39 @@ import (
 
 // run is one sandboxed run: its dirs and parameters from prepare, its process once started.
 type run struct {
-	b      *Backend
-	spec   sandbox.Spec
-	lim    sandbox.Limits
-	params Params
-	env    []string
-	hidden []string        // the spec's hidden paths that exist, resolved
-	prog   string          // the agent's resolved program
-	dirs   *launch.RunDirs // home, tmp, work; nil until made
-	door   net.Listener    // the closed door on the endpoint port of a run without endpoint
-	cmd    *exec.Cmd
-	stderr *capped
-	procs  *tracker
-	w      *launch.Watch
-	outMu  sync.Mutex // guards outcome until w.Finish
-	out    sandbox.Outcome
+	*launch.Watch // Wait, Stop, Kill
+	b             *Backend
+	spec          sandbox.Spec
+	lim           sandbox.Limits
+	params        Params
+	env           []string
+	hidden        []string        // the spec's hidden paths that exist, resolved
+	prog          string          // the agent's resolved program
+	dirs          *launch.RunDirs // home, tmp, work; nil until made
+	door          net.Listener    // the closed door on the endpoint port of a run without endpoint
+	cmd           *exec.Cmd
+	stderr        *sandbox.Capped
+	procs         *tracker
 }
 
 // Start implements launch.Backend: before anything of the run starts, the self-check runs in
 // the run's own profile, with its own parameters (M1); a failed item is selfcheck_failed and
 // nothing starts. Then the limits wrapper starts sandbox-exec and the agent under it.
-func (b *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
-	return b.start(ctx, spec, stdio, true)
+func (b *Backend) Start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio) (launch.Run, error) {
+	return b.start(ctx, p, stdio, true)
 }
 
-func (b *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, selfCheckFirst bool) (launch.Run, error) {
-	r, err := b.prepare(spec)
+func (b *Backend) start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, selfCheckFirst bool) (launch.Run, error) {
+	spec := p.Spec()
+	r, err := b.prepare(p)
 	if err != nil {
 		return nil, err
 	}
 	if selfCheckFirst {
-		// The agent is known by the name it was started as (an npm package's program is
-		// a link to its cli.js); its check runs the resolved program, as the run will.
+		// The spec says when its program is an agent (Spec.Agent); the agent's check runs
+		// the resolved program, as the run will.
 		agent := ""
-		if _, ok := agents.ByBinary(filepath.Base(spec.Argv[0])); ok {
+		if spec.Agent != "" {
 			agent = r.prog
 		}
 		checks, err := selfCheck(ctx, b.checkInput(r, r.params.EndpointPort, agent), b.raw(r))
@@ -84,13 +80,9 @@ func (b *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 	lim := runLimits(r.lim, procs)
 	wrapped := append(append([]string{b.self, WrapCommand}, lim.Args()...), "--")
 	wrapped = append(wrapped, argv...)
-	r.stderr = &capped{max: 4096, tail: true}
-	var stderr io.Writer = r.stderr
-	if stdio.Stderr != nil {
-		stderr = teeWriter{stdio.Stderr, r.stderr}
-	}
+	r.stderr = sandbox.NewTail(stdio.Stderr, 4096)
 	r.cmd = &exec.Cmd{Path: b.self, Args: wrapped, Env: r.env, Dir: r.params.Work,
-		Stdin: stdio.Stdin, Stdout: stdio.Stdout, Stderr: stderr,
+		Stdin: stdio.Stdin, Stdout: stdio.Stdout, Stderr: r.stderr,
 		// Its own group: terminal signals reach the launcher, which stops runs itself.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	if err := r.cmd.Start(); err != nil {
@@ -98,20 +90,16 @@ func (b *Backend) start(ctx context.Context, spec sandbox.Spec, stdio sandbox.St
 		return nil, fmt.Errorf("start %s: %w", spec.ID, reasons.New(reasons.SandboxStartFailed, err.Error()))
 	}
 	r.procs = newTracker(r.cmd.Process.Pid)
-	r.w = launch.NewWatch(r.lim, func() { _ = syscall.Kill(r.cmd.Process.Pid, syscall.SIGTERM) }, r.kill, r.poll)
+	r.Watch = launch.NewWatch(r.lim, func() { _ = syscall.Kill(r.cmd.Process.Pid, syscall.SIGTERM) }, r.kill, r.poll)
 	b.log.Info("run started", "id", spec.ID, "backend", Name, "limits", "rlimits", "argv0", r.prog)
 	go r.watch(ctx)
 	return r, nil
 }
 
-// prepare checks spec and makes the run's dirs (link-safe, fresh) and parameters.
-func (b *Backend) prepare(spec sandbox.Spec) (*run, error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if spec.Mode != sandbox.ModeSandbox {
-		return nil, fmt.Errorf("start %s: mode %q is not sandboxed", spec.ID, spec.Mode)
-	}
+// prepare makes the run's dirs (link-safe, fresh) and parameters from its plan, with what
+// the profile adds to the plan's rules: the endpoint on the host loopback, no second tree.
+func (b *Backend) prepare(p *launch.Plan) (*run, error) {
+	spec := p.Spec()
 	if spec.Endpoint != "" {
 		return nil, fmt.Errorf("start %s: endpoint: a Seatbelt run reaches its endpoint on the host loopback (endpoint_addr), not through a socket", spec.ID)
 	}
@@ -124,7 +112,7 @@ func (b *Backend) prepare(spec sandbox.Spec) (*run, error) {
 			r.hidden = append(r.hidden, p)
 		}
 	}
-	tree, prog, err := b.agentTree(spec, r.hidden)
+	tree, prog, err := b.agentTree(spec, p.Host(), r.hidden)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
@@ -166,24 +154,21 @@ func (b *Backend) prepare(spec sandbox.Spec) (*run, error) {
 	return r, nil
 }
 
-// agentTree resolves the program and the tree the run may read and run it from.
-func (b *Backend) agentTree(spec sandbox.Spec, hidden []string) (tree, prog string, err error) {
-	if spec.Argv[0] == sandbox.SandboxSelf {
+// agentTree is the program and the tree the run may read and run it from, from the plan's
+// resolved host paths: the profile opens the program trees already, and names a tree of its
+// own for any other program.
+func (b *Backend) agentTree(spec sandbox.Spec, h launch.HostPaths, hidden []string) (tree, prog string, err error) {
+	if h.Prog == sandbox.SandboxSelf {
 		return filepath.Dir(b.self), b.self, nil
 	}
-	prog, err = filepath.EvalSymlinks(spec.Argv[0])
-	if err != nil {
-		return "", "", fmt.Errorf("agent %s: %w", spec.Argv[0], err)
-	}
+	prog = h.Prog
 	if spec.AgentTree == "" && inProgramTrees(prog) {
 		// The profile opens it already; the parameter names a tree it opens anyway.
 		return neutralTree, prog, nil
 	}
 	tree = filepath.Dir(prog)
-	if spec.AgentTree != "" {
-		if tree, err = filepath.EvalSymlinks(spec.AgentTree); err != nil {
-			return "", "", fmt.Errorf("agent tree %s: %w", spec.AgentTree, err)
-		}
+	if h.AgentTree != "" {
+		tree = h.AgentTree
 	}
 	if !sandbox.Within(prog, tree) {
 		return "", "", fmt.Errorf("agent %s: not inside its tree %s", prog, tree)
@@ -227,19 +212,17 @@ func (r *run) kill() {
 }
 
 func (r *run) watch(ctx context.Context) {
-	err := r.w.Run(ctx, r.cmd.Wait)
+	err := r.Run(ctx, r.cmd.Wait)
 	r.procs.killAll()
-	o := sandbox.Outcome{Cgroup: sandbox.CgroupNone, Limit: r.w.Limit(), ExitCode: exitStatus(err)}
-	if o.ExitCode > 128 && o.ExitCode < 128+65 {
-		o.Signal = o.ExitCode - 128
-	}
+	o := sandbox.Outcome{Cgroup: sandbox.CgroupNone, Limit: r.Limit(), ExitCode: exitStatus(err)}
+	o.Signal = launch.SignalOf(o.ExitCode)
 	tail := strings.TrimSpace(r.stderr.String())
 	switch {
-	case o.Limit != "" || r.w.Killed():
+	case o.Limit != "" || r.Killed():
 	case o.ExitCode == 125 && strings.Contains(tail, "anet-sandboxd "+WrapCommand+":"),
 		o.ExitCode != 0 && strings.Contains(tail, "sandbox-exec:"):
 		// The wrapper or sandbox-exec failed: the agent never ran.
-		o.ExitCode, o.Signal, o.Err = -1, 0, reasons.New(reasons.SandboxStartFailed, lastLine(tail))
+		o.ExitCode, o.Signal, o.Err = -1, 0, reasons.New(reasons.SandboxStartFailed, clip(launch.LastLine(tail)))
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) && o.Err == nil {
@@ -249,34 +232,7 @@ func (r *run) watch(ctx context.Context) {
 		o.Detail = reasons.Text(o.Limit)
 	}
 	r.cleanupDirs()
-	r.outMu.Lock()
-	r.out = o
-	r.outMu.Unlock()
 	r.b.log.Info("run ended", "id", r.spec.ID, "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
-	r.w.Finish()
-}
-
-// Wait implements sandbox.Run.
-func (r *run) Wait() sandbox.Outcome {
-	<-r.w.Done()
-	r.outMu.Lock()
-	defer r.outMu.Unlock()
-	return r.out
-}
-
-// Stop implements sandbox.Run.
-func (r *run) Stop() { r.w.Stop() }
-
-// Kill implements launch.Run.
-func (r *run) Kill() { r.w.Kill() }
-
-// teeWriter writes to both writers; the second never fails.
-type teeWriter struct {
-	w    io.Writer
-	tail *capped
-}
-
-func (t teeWriter) Write(p []byte) (int, error) {
-	t.tail.Write(p)
-	return t.w.Write(p)
+	r.Finish(o)
+	r.Settle() // the run's dirs are removed above, before its outcome
 }

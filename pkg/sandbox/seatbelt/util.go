@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 
 	"anet.dev/anet/pkg/sandbox"
 )
@@ -50,37 +49,3 @@ func envNames(base, given []string) []string {
 	}
 	return out
 }
-
-// capped keeps at most max bytes of what is written: the first ones, or with tail the last.
-// Every write counts as complete, so the writer is never stopped by the cap.
-type capped struct {
-	max  int
-	tail bool
-
-	mu sync.Mutex
-	b  []byte
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tail {
-		c.b = append(c.b, p...)
-		if len(c.b) > c.max {
-			c.b = c.b[len(c.b)-c.max:]
-		}
-		return len(p), nil
-	}
-	if room := c.max - len(c.b); room > 0 {
-		c.b = append(c.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (c *capped) Bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]byte(nil), c.b...)
-}
-
-func (c *capped) String() string { return string(c.Bytes()) }

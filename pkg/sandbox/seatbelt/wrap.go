@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"anet.dev/anet/pkg/sandbox/launch"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,7 +95,7 @@ func Wrap(lim RunLimits, argv []string, stderr io.Writer) int {
 			if os.Getppid() != parent {
 				_ = syscall.Kill(-pgid, syscall.SIGKILL)
 				<-done
-				return 128 + int(syscall.SIGKILL)
+				return launch.SignalExit(syscall.SIGKILL)
 			}
 		case err := <-done:
 			// What is left of the group goes with the run.
@@ -112,7 +113,7 @@ func exitStatus(err error) int {
 	}
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+			return launch.SignalExit(ws.Signal())
 		}
 		return ee.ExitCode()
 	}

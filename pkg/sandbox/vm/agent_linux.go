@@ -5,13 +5,12 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/runinit"
 	"anet.dev/anet/pkg/sandbox/seccomp"
 )
@@ -59,7 +58,7 @@ func agentWall(o AgentOptions) error {
 	if err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
-	lastCap, err := readInt("/proc/sys/kernel/cap_last_cap")
+	lastCap, err := launch.ReadNumber("/proc/sys/kernel/cap_last_cap")
 	if err != nil {
 		return fmt.Errorf("cap_last_cap: %w", err)
 	}
@@ -105,12 +104,4 @@ func agentWall(o AgentOptions) error {
 		return err
 	}
 	return nil
-}
-
-func readInt(p string) (int64, error) {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 }

@@ -20,6 +20,7 @@ import (
 
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
@@ -197,15 +198,10 @@ func runGuest(link GuestLink, ctl *control, cfg GuestConfig, logf func(string, .
 	switch {
 	case err == nil:
 	case errors.As(err, &ee):
-		ws := ee.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			ev.ExitCode, ev.Signal = 128+int(ws.Signal()), int(ws.Signal())
-		} else {
-			ev.ExitCode = ws.ExitStatus()
-			if ev.ExitCode > 128 && ev.ExitCode < 128+65 {
-				ev.Signal = ev.ExitCode - 128
-			}
-		}
+		// The agent's init reports a signal's end as its status (128+n), as a signal
+		// ending the process itself does.
+		ev.ExitCode = launch.StatusOf(ee.Sys().(syscall.WaitStatus))
+		ev.Signal = launch.SignalOf(ev.ExitCode)
 	default:
 		return fail(err)
 	}
@@ -329,24 +325,7 @@ func agentCgroup(cfg GuestConfig) (*os.File, error) {
 
 // cgroupLimitHit reports the limit the agent's cgroup ran into, if any.
 func cgroupLimitHit() reasons.Code {
-	if n := eventCount(filepath.Join(guestCgroup, "memory.events"), "oom_kill"); n > 0 {
-		return sandbox.LimitMemory
-	}
-	if n := eventCount(filepath.Join(guestCgroup, "pids.events"), "max"); n > 0 {
-		return sandbox.LimitTasks
-	}
-	return ""
-}
-
-func eventCount(file, key string) int64 {
-	b, _ := os.ReadFile(file)
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, " "); ok && k == key {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return launch.LimitHit(filepath.Join(guestCgroup, "memory.events"), filepath.Join(guestCgroup, "pids.events"))
 }
 
 // linkUpstream opens one endpoint stream over the link per connection the agent makes to

@@ -73,8 +73,8 @@ func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 	var tried []string
 	var res sandbox.ProbeResult
 	for _, a := range cands {
-		res, err = launch.RunProbe(ctx, func(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
-			return l.startWith(ctx, spec, stdio, a)
+		res, err = launch.RunProbe(ctx, func(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio) (launch.Run, error) {
+			return l.startWith(ctx, p, stdio, a)
 		}, targets, wall.Warnings)
 		if err != nil {
 			return res, err

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mdlayher/vsock"
@@ -61,20 +60,21 @@ type Timings struct {
 // run is one VM run: QEMU in its bwrap wall (inner), the link to the guest, and the watch
 // that stops the agent (over the link first, then by ending QEMU's wall).
 type run struct {
-	l     *Backend
-	spec  sandbox.Spec
-	lim   sandbox.Limits
-	w     *launch.Watch
-	inner launch.Run
-	vmDir string
-	lock  *os.File
-	ctl   *control
-	link  HostLink
-	conn  net.Conn
-	out   sync.WaitGroup // stdout and stderr copies
-	t     Timings
+	*launch.Watch // Wait, Stop, Kill, Settled
+	l             *Backend
+	plan          *launch.Plan
+	spec          sandbox.Spec
+	lim           sandbox.Limits
+	inner         launch.Run
+	vmDir         string
+	lock          *os.File
+	ctl           *control
+	link          HostLink
+	conn          net.Conn
+	out           sync.WaitGroup // stdout and stderr copies
+	t             Timings
 
-	console, qemuErr *launch.Tail
+	console, qemuErr *sandbox.Capped
 
 	innerDone chan sandbox.Outcome
 	ctlDone   chan struct{} // closed when the control stream has ended
@@ -82,28 +82,22 @@ type run struct {
 	mu       sync.Mutex // guards the fields below
 	exit     *Event     // the guest's report of the agent's end
 	guestErr string
-	outcome  sandbox.Outcome
 }
 
 // Start implements launch.Backend: a guest with the accelerator the last passing probe chose
 // (the Launcher probes before every sandboxed start). It returns once the agent runs in the
 // guest; a guest that does not get that far is sandbox_start_failed with QEMU's and the
 // console's last words, and nothing of the agent ran.
-func (l *Backend) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio) (launch.Run, error) {
+func (l *Backend) Start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio) (launch.Run, error) {
 	a := l.Accel()
 	if a == "" {
 		return nil, reasons.New(reasons.VMNoAccel, "no probe has chosen an accelerator yet")
 	}
-	return l.startWith(ctx, spec, stdio, a)
+	return l.startWith(ctx, p, stdio, a)
 }
 
-func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbox.Stdio, accel Accel) (_ launch.Run, err error) {
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	if spec.Mode != sandbox.ModeSandbox {
-		return nil, fmt.Errorf("vm start: mode %q is not sandboxed", spec.Mode)
-	}
+func (l *Backend) startWith(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, accel Accel) (_ launch.Run, err error) {
+	spec, host := p.Spec(), p.Host()
 	if os.Getuid() == 0 {
 		// QEMU's 9p server acts with the node's uid, which the agent then has in the guest;
 		// as root that would be a root agent.
@@ -118,29 +112,17 @@ func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbo
 	if err != nil {
 		return nil, err
 	}
-	tree, prog, err := launch.ResolveAgent(spec)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
-	}
+	tree, prog, endpoint := host.AgentTree, host.Prog, host.Endpoint
 	if spec.RuntimeTree != "" {
 		// Fail closed: the guest has no share for a second tree yet, and an agent whose
 		// interpreter is missing would fail in a way that reads like the agent's own.
 		return nil, fmt.Errorf("start %s: runtime_tree %s: an agent interpreter outside the system dirs is not supported by the vm isolation tier", spec.ID, spec.RuntimeTree)
 	}
-	var endpoint string
-	if spec.Endpoint != "" {
-		if endpoint, err = filepath.EvalSymlinks(spec.Endpoint); err != nil {
-			return nil, fmt.Errorf("start %s: endpoint: %w", spec.ID, err)
-		}
-		if fi, err := os.Lstat(endpoint); err != nil || fi.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("start %s: endpoint %s is not a socket", spec.ID, endpoint)
-		}
-	}
-	lim := spec.Limits.WithDefaults()
-	r := &run{l: l, spec: spec, lim: lim, innerDone: make(chan sandbox.Outcome, 1), ctlDone: make(chan struct{}),
-		console: launch.NewTail(nil, 4096), qemuErr: launch.NewTail(nil, 4096)}
+	lim := p.Limits()
+	r := &run{l: l, plan: p, spec: spec, lim: lim, innerDone: make(chan sandbox.Outcome, 1), ctlDone: make(chan struct{}),
+		console: sandbox.NewTail(nil, 4096), qemuErr: sandbox.NewTail(nil, 4096)}
 	// The wall clock counts from the agent's start: the watch runs once Start has seen it.
-	r.w = launch.NewWatch(lim, r.askStop, r.kill, nil)
+	r.Watch = launch.NewWatch(lim, r.askStop, r.kill, nil)
 	defer func() {
 		if err != nil {
 			r.abort()
@@ -230,7 +212,11 @@ func (l *Backend) startWith(ctx context.Context, spec sandbox.Spec, stdio sandbo
 			// The disk limit is this watch's poll of the work share, as for an agent's run.
 			WallClock: boot + lim.WallClock + 2*lim.Grace + 30*time.Second, Grace: lim.Grace},
 	}
-	r.inner, err = l.cfg.Wall.StartWall(ctx, qspec, sandbox.Stdio{Stdout: r.console, Stderr: r.qemuErr}, wall)
+	qplan, err := launch.Prepare(qspec)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: qemu: %w", spec.ID, err)
+	}
+	r.inner, err = l.cfg.Wall.StartWall(ctx, qplan, sandbox.Stdio{Stdout: r.console, Stderr: r.qemuErr}, wall)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +276,7 @@ func (r *run) makeDir() error {
 // the outcome.
 func (r *run) watch(ctx context.Context) {
 	var inner sandbox.Outcome
-	_ = r.w.Run(ctx, func() error {
+	_ = r.Run(ctx, func() error {
 		inner = <-r.innerDone
 		return nil
 	})
@@ -336,7 +322,7 @@ func (r *run) readEvents() {
 }
 
 func (r *run) finish(inner sandbox.Outcome) {
-	o := sandbox.Outcome{Cgroup: sandbox.CgroupFull, Limit: r.w.Limit()}
+	o := sandbox.Outcome{Cgroup: sandbox.CgroupFull, Limit: r.Limit()}
 	r.mu.Lock()
 	exit, guestErr := r.exit, r.guestErr
 	r.mu.Unlock()
@@ -347,12 +333,12 @@ func (r *run) finish(inner sandbox.Outcome) {
 		if o.Limit == "" && (exit.Limit == sandbox.LimitMemory || exit.Limit == sandbox.LimitTasks) {
 			o.Limit = exit.Limit
 		}
-	case o.Limit != "" || r.w.Killed():
-		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
+	case o.Limit != "" || r.Killed():
+		o.ExitCode, o.Signal = launch.Killed()
 	case inner.Limit != "":
 		// The wall's own limits (disk growth of the work share, QEMU's memory).
 		o.Limit = inner.Limit
-		o.ExitCode, o.Signal = 128+int(syscall.SIGKILL), int(syscall.SIGKILL)
+		o.ExitCode, o.Signal = launch.Killed()
 	default:
 		msg := "the VM ended without the agent's status"
 		if guestErr != "" {
@@ -370,13 +356,12 @@ func (r *run) finish(inner sandbox.Outcome) {
 		o.Detail = reasons.Text(o.Limit)
 	}
 	r.cleanup()
-	r.outcome = o
 	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "isolation", "vm", "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
-	r.w.Finish()
+	r.Finish(o)
 	// The vm dir is removed above, before the outcome (one dir beside a boot of seconds);
 	// QEMU's wall removes its own dirs and cgroups after its outcome.
 	launch.WaitSettled(r.inner)
-	r.w.Settle()
+	r.Settle()
 }
 
 func (r *run) closeLink() {
@@ -422,23 +407,6 @@ func (r *run) kill() {
 		r.inner.Kill()
 	}
 }
-
-// Wait implements sandbox.Run.
-func (r *run) Wait() sandbox.Outcome {
-	<-r.w.Done()
-	return r.outcome
-}
-
-// Settled implements launch.Settler: closed once the vm dir is removed and QEMU's wall (a
-// bwrap run) is settled.
-func (r *run) Settled() <-chan struct{} { return r.w.Settled() }
-
-// Stop implements sandbox.Run: TERM to the agent through the guest, QEMU killed after the
-// grace period.
-func (r *run) Stop() { r.w.Stop() }
-
-// Kill implements launch.Run.
-func (r *run) Kill() { r.w.Kill() }
 
 // Timings returns the run's boot breakdown.
 func (r *run) Timings() Timings { return r.t }

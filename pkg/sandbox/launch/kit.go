@@ -1,0 +1,38 @@
+package launch
+
+import (
+	"strings"
+	"syscall"
+)
+
+// What every backend's run does alike, written once: the shell's exit-status convention
+// (SignalExit, SignalOf, StatusOf), a program's last word (LastLine), the cgroup files'
+// number formats (cgroupfs.go), and the watch each run embeds (watch.go).
+
+// SignalExit is the status of a process that signal sig ended, by the shell's convention
+// (128+n), which init reports from inside a run and every backend passes on.
+func SignalExit(sig syscall.Signal) int { return 128 + int(sig) }
+
+// SignalOf is the signal a status by that convention names; 0 for a plain exit.
+func SignalOf(status int) int {
+	if status > 128 && status < 128+65 {
+		return status - 128
+	}
+	return 0
+}
+
+// Killed is the status and signal of a run its watch killed (a limit, the grace period run
+// out, StopAll).
+func Killed() (status, signal int) {
+	return SignalExit(syscall.SIGKILL), int(syscall.SIGKILL)
+}
+
+// LastLine is the last non-empty line of s (a program's last word); carriage returns (a
+// serial console's) are dropped.
+func LastLine(s string) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\r", ""))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
