@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 )
@@ -250,7 +251,7 @@ func TestNoAmbientSecretsOrHostPaths(t *testing.T) {
 			}
 			for _, f := range l.Files {
 				texts = append(texts, f.Path, f.Content)
-				if err := sandbox.ValidateRelPath(f.Path); err != nil {
+				if err := linksafe.ValidateRelPath(f.Path); err != nil {
 					t.Errorf("file path %q: %v", f.Path, err)
 				}
 				if f.Mode&0o077 != 0 {

@@ -18,6 +18,7 @@ import (
 	"anet.dev/anet/pkg/agents"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
@@ -59,7 +60,7 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 		return outcome{hold: true, code: AgentMissing, detail: detail}
 	}
 	sub := t.Peer + "/" + t.Interaction
-	if err := sandbox.ValidateRelPath(sub); err != nil {
+	if err := linksafe.ValidateRelPath(sub); err != nil {
 		return fail(reasons.BadRequest, "work dir: "+err.Error())
 	}
 	rs := sandbox.Spec{

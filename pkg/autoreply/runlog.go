@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/peer"
-	"anet.dev/anet/pkg/sandbox"
 )
 
 // maxRunLogStderr bounds the agent's standard error kept in a run's log.
@@ -51,7 +51,7 @@ func (e *Engine) keepRunLog(log *slog.Logger, t peer.Task, run string, set *Sett
 	fmt.Fprintf(&b, "--- agent standard error (at most %d KiB, run token masked) ---\n", maxRunLogStderr>>10)
 	b.Write(out.stderr)
 	sub := path.Join(t.Peer, t.Interaction)
-	if err := sandbox.ValidateRelPath(sub); err != nil {
+	if err := linksafe.ValidateRelPath(sub); err != nil {
 		log.Warn("run log not kept", "err", err)
 		return ""
 	}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"os"
 	"time"
-
-	"anet.dev/anet/pkg/sandbox"
 )
 
 // ErrSymlink is returned when a path component that must be a directory is a link.
@@ -41,7 +39,14 @@ func LockRunDir(dir string) (*os.File, error) { return nil, errUnsupported }
 func SweepRunRoot(root string, minAge time.Duration) ([]string, error) { return nil, errUnsupported }
 
 // WriteHomeFiles is not implemented on this platform.
-func WriteHomeFiles(home string, files []sandbox.HomeFile) error { return errUnsupported }
+func WriteHomeFiles(home string, files []File) error { return errUnsupported }
+
+// File is one file WriteHomeFiles writes.
+type File struct {
+	Path    string
+	Mode    uint32
+	Content []byte
+}
 
 // RunDirs is what MakeRunDirs would make; nothing on this platform.
 type RunDirs struct {

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"anet.dev/anet/pkg/sandbox"
 )
 
 // Run and work directories are attacked (S3): a run can plant symlinks in its
@@ -42,7 +40,7 @@ func MkdirUnder(root, rel string, perm os.FileMode) (string, *os.File, error) {
 	}
 	path := real
 	if rel != "" {
-		if err := sandbox.ValidateRelPath(rel); err != nil {
+		if err := ValidateRelPath(rel); err != nil {
 			unix.Close(fd)
 			return "", nil, fmt.Errorf("mkdir under %s: %w", real, err)
 		}
@@ -296,10 +294,18 @@ func readNames(fd int) []string {
 	return names
 }
 
+// File is one file WriteHomeFiles writes: a relative path of plain names, its permission
+// bits (at most 0700) and its content.
+type File struct {
+	Path    string
+	Mode    uint32
+	Content []byte
+}
+
 // WriteHomeFiles writes files under home, which the launcher has just created empty for this
 // run. Parents are made with MkdirUnder and each file with O_EXCL|O_NOFOLLOW relative to its
 // parent's descriptor, so nothing is written through a link.
-func WriteHomeFiles(home string, files []sandbox.HomeFile) error {
+func WriteHomeFiles(home string, files []File) error {
 	for _, hf := range files {
 		dir, name := filepath.Split(hf.Path)
 		_, df, err := MkdirUnder(home, strings.TrimSuffix(dir, "/"), 0o700)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/control"
-	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/linksafe"
 )
 
 // maxRunLogRead bounds what `anet show` reads of one run's log (the log keeps at most 64 KiB
@@ -22,7 +22,7 @@ const maxRunLogRead = 80 << 10
 // first, read through os.Root so that no link in the tree leads the read out of root.
 func readRunLogs(root, peer, id string, log *slog.Logger) []control.RunLog {
 	sub := path.Join(peer, id)
-	if sandbox.ValidateRelPath(sub) != nil {
+	if linksafe.ValidateRelPath(sub) != nil {
 		return nil
 	}
 	r, err := os.OpenRoot(root)

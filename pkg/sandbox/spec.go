@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/linksafe"
 )
 
 // Mode says how a run is isolated.
@@ -256,7 +257,7 @@ func (s *Spec) Validate() error {
 		if s.WorkRoot == "" {
 			errs = append(errs, errors.New("work_sub: needs work_root"))
 		}
-		if err := ValidateRelPath(s.WorkSub); err != nil {
+		if err := linksafe.ValidateRelPath(s.WorkSub); err != nil {
 			errs = append(errs, fmt.Errorf("work_sub: %w", err))
 		}
 	}
@@ -311,19 +312,6 @@ func cleanAbs(p string) bool {
 	return filepath.IsAbs(p) && filepath.Clean(p) == p && strings.IndexByte(p, 0) < 0
 }
 
-// ValidateRelPath accepts a relative path of plain names (no "", ".", ".." components).
-func ValidateRelPath(rel string) error {
-	if filepath.IsAbs(rel) || strings.IndexByte(rel, 0) >= 0 {
-		return fmt.Errorf("%q: want a relative path", rel)
-	}
-	for _, c := range strings.Split(rel, "/") {
-		if c == "" || c == "." || c == ".." {
-			return fmt.Errorf("%q: component %q not allowed", rel, c)
-		}
-	}
-	return nil
-}
-
 func validateHomeFiles(mode Mode, files []HomeFile) error {
 	if len(files) == 0 {
 		return nil
@@ -337,7 +325,7 @@ func validateHomeFiles(mode Mode, files []HomeFile) error {
 	total := 0
 	seen := map[string]bool{}
 	for i, f := range files {
-		if err := ValidateRelPath(f.Path); err != nil {
+		if err := linksafe.ValidateRelPath(f.Path); err != nil {
 			return fmt.Errorf("home_files[%d].path %q: %w", i, f.Path, err)
 		}
 		if seen[f.Path] {

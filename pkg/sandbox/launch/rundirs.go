@@ -34,7 +34,11 @@ func MakeRunDirs(spec sandbox.Spec, log *slog.Logger) (*RunDirs, error) {
 		return rd, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
 	rd.Home, rd.Tmp = d.Made[0], d.Made[1]
-	if err := linksafe.WriteHomeFiles(rd.Home, spec.HomeFiles); err != nil {
+	files := make([]linksafe.File, 0, len(spec.HomeFiles))
+	for _, f := range spec.HomeFiles {
+		files = append(files, linksafe.File{Path: f.Path, Mode: f.Mode, Content: f.Content})
+	}
+	if err := linksafe.WriteHomeFiles(rd.Home, files); err != nil {
 		return rd, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
 	if spec.WorkRoot == "" {

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/sandbox"
 )
 
@@ -90,7 +91,7 @@ func buildRoot(cfg GuestConfig) (time.Duration, error) {
 
 func writeHomeFiles(home string, cfg GuestConfig) error {
 	for _, hf := range cfg.HomeFiles {
-		if err := sandbox.ValidateRelPath(hf.Path); err != nil || hf.Mode&^0o700 != 0 {
+		if err := linksafe.ValidateRelPath(hf.Path); err != nil || hf.Mode&^0o700 != 0 {
 			return fmt.Errorf("home file %q: refused", hf.Path)
 		}
 		p := filepath.Join(home, hf.Path)
