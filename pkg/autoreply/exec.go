@@ -17,7 +17,7 @@ import (
 
 	"anet.dev/anet/pkg/agents"
 	"anet.dev/anet/pkg/config"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
@@ -94,9 +94,9 @@ func (e *Engine) execTurn(ctx context.Context, log *slog.Logger, run string, t p
 		// The backend's shape says where the endpoint listens and which paths the agent
 		// sees: a Seatbelt run shares the host's loopback and file system (M1).
 		loopback := res.Shape.Endpoint == sandbox.EndpointLoopback
-		pol := runpolicy.Policy{RunID: run, Agent: string(c.Agent), APIBase: c.APIBase, Model: c.Model, Allow: c.EgressAllow, Allowance: allowance}
+		pol := egresswire.Policy{RunID: run, Agent: string(c.Agent), APIBase: c.APIBase, Model: c.Model, Allow: c.EgressAllow, Allowance: allowance}
 		if loopback {
-			pol.Listen = runpolicy.ListenLoopback
+			pol.Listen = egresswire.ListenLoopback
 		}
 		ep, err := e.o.Endpoints.Open(ctx, pol)
 		if err != nil {
