@@ -1,72 +1,9 @@
 package testkit
 
-import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"errors"
-	"fmt"
-	"math/big"
-	"net"
-	"time"
-)
+import "anet.dev/anet/pkg/localca"
 
-// CA is a throw-away certificate authority with one leaf certificate. Clients trust it
-// through an explicit pool (Pool) or, outside Go, through SSL_CERT_FILE holding PEM; TLS is
-// never switched off.
-type CA struct {
-	Pool *x509.CertPool
-	// Cert is the leaf, for a server's tls.Config.
-	Cert tls.Certificate
-	// PEM is the CA certificate.
-	PEM []byte
-}
+// CA is the throw-away certificate authority of pkg/localca, under the name the tests know.
+type CA = localca.Authority
 
-// NewCA makes a CA and a leaf valid for names and 127.0.0.1, for a day.
-func NewCA(names ...string) (*CA, error) {
-	if len(names) == 0 {
-		return nil, errors.New("test ca: no name for the leaf")
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "anet test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		DNSNames: names, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return &CA{
-		Pool: pool,
-		Cert: tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: leafKey},
-		PEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-	}, nil
-}
+// NewCA makes a CA and a leaf valid for names and 127.0.0.1, for a day (localca.New).
+func NewCA(names ...string) (*CA, error) { return localca.New(names...) }

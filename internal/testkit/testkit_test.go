@@ -2,11 +2,9 @@ package testkit
 
 import (
 	"crypto/ed25519"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,35 +35,6 @@ func TestWaitHelpers(t *testing.T) {
 	}
 	if WaitWithin(&f, "gone", 30*time.Millisecond, func() bool { return false }); f.failed != "gone: not reached within 30ms" {
 		t.Fatalf("WaitWithin(never) failure = %q, want it to name what and how long", f.failed)
-	}
-}
-
-// The CA's leaf verifies for each of its names and 127.0.0.1 against Pool, and for no other.
-func TestCA(t *testing.T) {
-	ca, err := NewCA("a.example", "b.example")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{ca.Cert}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	Serve(ln, func(c net.Conn) { c.(*tls.Conn).Handshake() })
-	for name, ok := range map[string]bool{"a.example": true, "b.example": true, "127.0.0.1": true, "c.example": false} {
-		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool, ServerName: name})
-		if c != nil {
-			c.Close()
-		}
-		if (err == nil) != ok {
-			t.Errorf("handshake for %s: %v, want success %v", name, err, ok)
-		}
-	}
-	if !strings.HasPrefix(string(ca.PEM), "-----BEGIN CERTIFICATE-----") {
-		t.Errorf("PEM = %.40q, want a PEM certificate", ca.PEM)
-	}
-	if _, err := NewCA(); err == nil {
-		t.Error("NewCA() with no name succeeded")
 	}
 }
 

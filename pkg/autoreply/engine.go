@@ -11,9 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/config"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/privsep"
@@ -30,14 +29,14 @@ type RunResult = sandbox.RunResult
 
 // Endpoints is anet-egress's per-run endpoint service.
 type Endpoints interface {
-	Open(ctx context.Context, p runpolicy.Policy) (runpolicy.OpenReply, error)
+	Open(ctx context.Context, p egresswire.Policy) (egresswire.OpenReply, error)
 	// Close ends the run's endpoint and returns its usage (JSON).
 	Close(ctx context.Context, runID string) (json.RawMessage, error)
 }
 
 // Completer is anet-egress's one-shot chat completion (the openai back-end, P3).
 type Completer interface {
-	Complete(ctx context.Context, req completion.Request) (completion.Reply, error)
+	Complete(ctx context.Context, req egresswire.CompleteRequest) (egresswire.CompleteReply, error)
 }
 
 // Dirs are the host directories turns use.

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
@@ -17,7 +17,7 @@ import (
 // allowance like an agent's requests (K1, K2).
 func (e *Engine) openaiTurn(ctx context.Context, log *slog.Logger, run string, t peer.Task, set *Settings, allowance *money.Micros, started func(), tr *tracer) outcome {
 	c := set.Config
-	req := completion.Request{RunID: run, APIBase: c.APIBase, Model: c.Model, Task: t.Text, Allowance: allowance}
+	req := egresswire.CompleteRequest{RunID: run, APIBase: c.APIBase, Model: c.Model, Task: t.Text, Allowance: allowance}
 	if err := req.Validate(); err != nil {
 		tr.fail("request", reasons.BadRequest, err.Error())
 		return outcome{refusal: TurnFailed, code: reasons.BadRequest, detail: err.Error()}

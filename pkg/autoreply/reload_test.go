@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/config"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
@@ -56,14 +55,14 @@ func (r heldRun) Stop() {}
 
 type recEndpoints struct {
 	mu       sync.Mutex
-	policies []runpolicy.Policy
+	policies []egresswire.Policy
 }
 
-func (r *recEndpoints) Open(_ context.Context, p runpolicy.Policy) (runpolicy.OpenReply, error) {
+func (r *recEndpoints) Open(_ context.Context, p egresswire.Policy) (egresswire.OpenReply, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.policies = append(r.policies, p)
-	return runpolicy.OpenReply{Socket: "/run/x/endpoint.sock", Placeholder: "placeholder-0123456789abcdef0123456789abcdef", Model: "m-" + p.Agent}, nil
+	return egresswire.OpenReply{Socket: "/run/x/endpoint.sock", Placeholder: "placeholder-0123456789abcdef0123456789abcdef", Model: "m-" + p.Agent}, nil
 }
 
 func (r *recEndpoints) Close(context.Context, string) (json.RawMessage, error) {
@@ -72,8 +71,8 @@ func (r *recEndpoints) Close(context.Context, string) (json.RawMessage, error) {
 
 type noCompleter struct{}
 
-func (noCompleter) Complete(context.Context, completion.Request) (completion.Reply, error) {
-	return completion.Reply{}, reasons.New(reasons.Internal, "not used")
+func (noCompleter) Complete(context.Context, egresswire.CompleteRequest) (egresswire.CompleteReply, error) {
+	return egresswire.CompleteReply{}, reasons.New(reasons.Internal, "not used")
 }
 
 type doneAnswers struct {

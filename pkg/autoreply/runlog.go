@@ -37,12 +37,10 @@ func (e *Engine) keepRunLog(log *slog.Logger, t peer.Task, run string, set *Sett
 			fmt.Fprintf(&b, "%s: %v\n", k, v)
 		}
 	}
-	if out.usage != nil {
-		if m, ok := parseModelUsage(*out.usage); ok {
-			fmt.Fprintf(&b, "model calls: %s\n", m.summary())
-			if f := m.failure(); f != "" {
-				fmt.Fprintf(&b, "model call failure: %s\n", f)
-			}
+	if m, ok := parseModelUsage(out.usage); ok {
+		fmt.Fprintf(&b, "model calls: %s\n", m.summary())
+		if f := m.failure(); f != "" {
+			fmt.Fprintf(&b, "model call failure: %s\n", f)
 		}
 	}
 	if out.answer == "" && out.code != "" {

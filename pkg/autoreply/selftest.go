@@ -2,7 +2,6 @@ package autoreply
 
 import (
 	"context"
-	"encoding/json"
 
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/money"
@@ -100,11 +99,7 @@ func (e *Engine) Test(ctx context.Context, emit func(TestEvent)) TestReport {
 // modelCall reports whether the run's model requests reached the upstream and were
 // answered, from the endpoint's usage; a failure names the cause the endpoint saw.
 func (tr *tracer) modelCall(out outcome) {
-	var raw json.RawMessage
-	if out.usage != nil {
-		raw = *out.usage
-	}
-	m, ok := parseModelUsage(raw)
+	m, ok := parseModelUsage(out.usage)
 	switch {
 	case !ok:
 		tr.fail("model_call", reasons.Internal, "the endpoint reported no usage")

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/pkg/config"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
@@ -21,7 +21,7 @@ import (
 type seatbeltLike struct {
 	mu       sync.Mutex
 	shape    sandbox.RunShape
-	policies []runpolicy.Policy
+	policies []egresswire.Policy
 	specs    []sandbox.Spec
 	startErr error
 }
@@ -39,12 +39,12 @@ func (s *seatbeltLike) Start(_ context.Context, spec sandbox.Spec, _ sandbox.Std
 
 func (s *seatbeltLike) StopAll() {}
 
-func (s *seatbeltLike) Open(_ context.Context, p runpolicy.Policy) (runpolicy.OpenReply, error) {
+func (s *seatbeltLike) Open(_ context.Context, p egresswire.Policy) (egresswire.OpenReply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.policies = append(s.policies, p)
-	r := runpolicy.OpenReply{Placeholder: strings.Repeat("ab", 32), Model: "claude-haiku-5-5"}
-	if p.Listen == runpolicy.ListenLoopback {
+	r := egresswire.OpenReply{Placeholder: strings.Repeat("ab", 32), Model: "claude-haiku-5-5"}
+	if p.Listen == egresswire.ListenLoopback {
 		r.Addr = "127.0.0.1:49733"
 	} else {
 		r.Socket = "/run/user/1/anet/runs/" + p.RunID + "/endpoint.sock"
@@ -92,7 +92,7 @@ func TestTurnFollowsTheBackendShapeM1(t *testing.T) {
 			env := strings.Join(spec.Env, "\n")
 			if tc.shape.Endpoint == sandbox.EndpointLoopback {
 				home, tmp, work := sandbox.HostRunDirs(spec)
-				if pol.Listen != runpolicy.ListenLoopback || spec.EndpointAddr != "127.0.0.1:49733" || spec.Port != 49733 || spec.Endpoint != "" {
+				if pol.Listen != egresswire.ListenLoopback || spec.EndpointAddr != "127.0.0.1:49733" || spec.Port != 49733 || spec.Endpoint != "" {
 					t.Fatalf("policy listen %q, spec endpoint %q addr %q port %d; want loopback, 127.0.0.1:49733", pol.Listen, spec.Endpoint, spec.EndpointAddr, spec.Port)
 				}
 				if work != filepath.Join(dirs.SandboxWork, a, "ix-1") {

@@ -39,8 +39,8 @@ func unknownSpend(allowance money.Micros) map[string]any {
 }
 
 // endpointSpend reads the model spend out of an endpoint's usage report.
-func endpointSpend(raw *json.RawMessage) (money.Spend, bool) {
-	if raw == nil || len(*raw) == 0 {
+func endpointSpend(raw json.RawMessage) (money.Spend, bool) {
+	if len(raw) == 0 {
 		return money.Spend{}, false
 	}
 	var u struct {
@@ -48,7 +48,7 @@ func endpointSpend(raw *json.RawMessage) (money.Spend, bool) {
 			Spend *money.Spend `json:"spend"`
 		} `json:"model"`
 	}
-	if json.Unmarshal(*raw, &u) != nil || u.Model.Spend == nil {
+	if json.Unmarshal(raw, &u) != nil || u.Model.Spend == nil {
 		return money.Spend{}, false
 	}
 	return *u.Model.Spend, true

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/config"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/privsep"
@@ -24,11 +23,11 @@ import (
 type completer struct {
 	mu        sync.Mutex
 	allowance []*money.Micros
-	reply     completion.Reply
+	reply     egresswire.CompleteReply
 	err       error
 }
 
-func (c *completer) Complete(_ context.Context, req completion.Request) (completion.Reply, error) {
+func (c *completer) Complete(_ context.Context, req egresswire.CompleteRequest) (egresswire.CompleteReply, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.allowance = append(c.allowance, req.Allowance)
@@ -44,8 +43,8 @@ func (noSandbox) Start(context.Context, sandbox.Spec, sandbox.Stdio) (sandbox.Ru
 	return nil, errors.New("unused")
 }
 func (noSandbox) StopAll() {}
-func (noSandbox) Open(context.Context, runpolicy.Policy) (runpolicy.OpenReply, error) {
-	return runpolicy.OpenReply{}, errors.New("unused")
+func (noSandbox) Open(context.Context, egresswire.Policy) (egresswire.OpenReply, error) {
+	return egresswire.OpenReply{}, errors.New("unused")
 }
 func (noSandbox) Close(context.Context, string) (json.RawMessage, error) { return nil, nil }
 
@@ -93,7 +92,7 @@ func TestOpenAITurnSpendK1K2(t *testing.T) {
 	start, end := DayBounds(time.Now())
 
 	spend := money.Spend{Model: "gpt-6-luna", Tokens: money.Tokens{Input: 1000, Output: 2000}, Cost: 1100, Responses: 1}
-	c.reply = completion.Reply{Text: "hello", Model: "gpt-6-luna", Status: 200, Spend: &spend}
+	c.reply = egresswire.CompleteReply{Text: "hello", Model: "gpt-6-luna", Status: 200, Spend: &spend}
 	if ans := task("ix-1"); len(ans.replies) != 1 {
 		t.Fatalf("answers = %+v, want a reply", ans)
 	}
@@ -104,7 +103,7 @@ func TestOpenAITurnSpendK1K2(t *testing.T) {
 		t.Fatalf("spent after one call = %d, want 1100", got)
 	}
 
-	c.reply, c.err = completion.Reply{}, &privsep.Error{Code: reasons.SpendLimit, Message: "worst case over the allowance"}
+	c.reply, c.err = egresswire.CompleteReply{}, &privsep.Error{Code: reasons.SpendLimit, Message: "worst case over the allowance"}
 	ans := task("ix-2")
 	if len(ans.refused) != 1 || ans.refused[0] != reasons.Budget || !ans.until[0].Equal(end) {
 		t.Fatalf("answers = %+v, want budget until %v", ans, end)
@@ -117,7 +116,7 @@ func TestOpenAITurnSpendK1K2(t *testing.T) {
 	}
 
 	// The helper went down mid-call after the request left: no spend came back.
-	c.reply, c.err = completion.Reply{}, &privsep.Error{Code: reasons.Internal, Message: "egress died"}
+	c.reply, c.err = egresswire.CompleteReply{}, &privsep.Error{Code: reasons.Internal, Message: "egress died"}
 	if ans := task("ix-3"); len(ans.refused) != 1 || ans.refused[0] != TurnFailed {
 		t.Fatalf("answers = %+v, want turn_failed", ans)
 	}

@@ -26,8 +26,9 @@ type outcome struct {
 	// hold: nothing ran and nobody is told; the task stays in the inbox (agent missing).
 	hold    bool
 	details map[string]any
-	// usage is the endpoint's usage of a sandboxed run (set when its endpoint closed).
-	usage *json.RawMessage
+	// usage is the endpoint's usage of a sandboxed run that ran (from its endpoint's close;
+	// none when the close failed).
+	usage json.RawMessage
 	// metered: the run's model calls went through the node, so it has a spend (K1); spend
 	// is set when it is known (from usage, or the openai back-end's reply).
 	metered bool
@@ -79,8 +80,8 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 		details = map[string]any{}
 	}
 	details["run"], details["route"] = run, d.Route
-	if out.usage != nil && len(*out.usage) > 0 {
-		details["usage"] = *out.usage
+	if len(out.usage) > 0 {
+		details["usage"] = out.usage
 	}
 	if s, ok := out.runSpend(); ok {
 		maps.Copy(details, spendDetails(s))

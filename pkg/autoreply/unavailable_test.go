@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/config"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/store"
@@ -19,8 +19,8 @@ import (
 // noKeyEndpoints refuses every run as anet-egress does without a key for the upstream.
 type noKeyEndpoints struct{ recEndpoints }
 
-func (*noKeyEndpoints) Open(context.Context, runpolicy.Policy) (runpolicy.OpenReply, error) {
-	return runpolicy.OpenReply{}, reasons.New(reasons.NoAPIKey, "no anthropic key")
+func (*noKeyEndpoints) Open(context.Context, egresswire.Policy) (egresswire.OpenReply, error) {
+	return egresswire.OpenReply{}, reasons.New(reasons.NoAPIKey, "no anthropic key")
 }
 
 // F1, F2, B7: a turn the policy sends to the sandbox that cannot run (the agent is not

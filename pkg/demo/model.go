@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/localca"
 )
 
 // StandIn is the stand-in model service of `make demo`: it plays api.anthropic.com's
@@ -40,7 +40,7 @@ type StandIn struct {
 // StartStandIn serves the stand-in on socket, expecting key (the demo's keys file's
 // anthropic entry) on every request, and writes its CA to caFile.
 func StartStandIn(socket, caFile, key string) (*StandIn, error) {
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		return nil, err
 	}

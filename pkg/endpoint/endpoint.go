@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/config"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/reasons"
@@ -168,7 +168,7 @@ func Open(dir string, p Policy, k keys.Keys, tunnel http.Handler, o Options) (*E
 	e := &Endpoint{policy: p, placeholder: ph, token: []byte(ph), proxy: proxy,
 		tunnel: tunnel, log: log, o: o, refusals: map[reasons.Code]int64{}, served: make(chan struct{})}
 	var ln net.Listener
-	if p.Listen == runpolicy.ListenLoopback {
+	if p.Listen == egresswire.ListenLoopback {
 		ln, err = e.listenLoopback()
 	} else {
 		ln, err = e.listenSocket(dir, o.SocketName)

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"testing"
 
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -40,7 +40,7 @@ func (rt *recordingTunnel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-var loopbackPolicy = Policy{RunID: "run-mac", Agent: "claude", Listen: runpolicy.ListenLoopback}
+var loopbackPolicy = Policy{RunID: "run-mac", Agent: "claude", Listen: egresswire.ListenLoopback}
 
 // M1, E1: on the host's loopback (a Seatbelt run has no network namespace of its own) the
 // endpoint listens on 127.0.0.1:P, and any local process can connect. Every request and

@@ -4,11 +4,11 @@
 // never forwarded, and anything else gets a 404 with an `anet:` reason (E1, R1).
 package endpoint
 
-import "anet.dev/anet/pkg/endpoint/runpolicy"
+import "anet.dev/anet/pkg/egresswire"
 
-// Policy and Limits live in pkg/endpoint/runpolicy so that anetd can use them without linking
-// this package (which links the keys reader).
+// Policy and Limits live in pkg/egresswire so that anetd can use them without linking this
+// package (which links the keys reader).
 type (
-	Policy = runpolicy.Policy
-	Limits = runpolicy.Limits
+	Policy = egresswire.Policy
+	Limits = egresswire.Limits
 )

@@ -107,7 +107,7 @@ const (
 const TaskTextBytes = 256 * KiB
 
 // Model is the model-traffic share of R1 for one run, as plain data: anetd sends it inside
-// the run's policy (the JSON names are part of that wire format, pkg/endpoint/runpolicy) and
+// the run's policy (the JSON names are part of that wire format, pkg/egresswire) and
 // the model proxy enforces it. A zero field means R1's figure; a policy may lower a figure,
 // never raise or remove it.
 type Model struct {

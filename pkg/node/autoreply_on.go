@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/autoreply"
-	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox/remote"
@@ -71,28 +70,28 @@ func (n *Node) waitHelpers(ctx context.Context) {
 // egressClient calls anet-egress: per-run endpoints and the openai back-end's completion.
 type egressClient struct{ sup *privsep.Supervisor }
 
-func (c egressClient) Open(ctx context.Context, p runpolicy.Policy) (runpolicy.OpenReply, error) {
-	var out runpolicy.OpenReply
-	_, err := c.sup.Call(ctx, runpolicy.MethodOpen, runpolicy.OpenRequest{Policy: p}, &out)
+func (c egressClient) Open(ctx context.Context, p egresswire.Policy) (egresswire.OpenReply, error) {
+	var out egresswire.OpenReply
+	_, err := c.sup.Call(ctx, egresswire.MethodOpen, egresswire.OpenRequest{Policy: p}, &out)
 	return out, err
 }
 
 func (c egressClient) Close(ctx context.Context, runID string) (json.RawMessage, error) {
-	var out runpolicy.CloseReply
-	_, err := c.sup.Call(ctx, runpolicy.MethodClose, runpolicy.CloseRequest{RunID: runID}, &out)
+	var out egresswire.CloseReply
+	_, err := c.sup.Call(ctx, egresswire.MethodClose, egresswire.CloseRequest{RunID: runID}, &out)
 	return out.Usage, err
 }
 
 // Usage is an open endpoint's usage so far (a run's progress).
 func (c egressClient) Usage(ctx context.Context, runID string) (json.RawMessage, error) {
-	var out runpolicy.CloseReply
-	_, err := c.sup.Call(ctx, runpolicy.MethodUsage, runpolicy.CloseRequest{RunID: runID}, &out)
+	var out egresswire.CloseReply
+	_, err := c.sup.Call(ctx, egresswire.MethodUsage, egresswire.CloseRequest{RunID: runID}, &out)
 	return out.Usage, err
 }
 
-func (c egressClient) Complete(ctx context.Context, req completion.Request) (completion.Reply, error) {
-	var out completion.Reply
-	_, err := c.sup.Call(ctx, completion.Method, req, &out)
+func (c egressClient) Complete(ctx context.Context, req egresswire.CompleteRequest) (egresswire.CompleteReply, error) {
+	var out egresswire.CompleteReply
+	_, err := c.sup.Call(ctx, egresswire.MethodComplete, req, &out)
 	return out, err
 }
 

@@ -23,11 +23,11 @@ import (
 	"sync"
 	"time"
 
-	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
@@ -47,7 +47,7 @@ func Run(ctx context.Context) (check.Report, error) {
 		return check.Report{}, err
 	}
 	defer os.RemoveAll(dir)
-	ca, err := testkit.NewCA("api.anthropic.com", "api.openai.com")
+	ca, err := localca.New("api.anthropic.com", "api.openai.com")
 	if err != nil {
 		return check.Report{}, err
 	}
@@ -98,7 +98,7 @@ func keysWith(dir, key string) (keys.Keys, error) {
 
 // open starts an endpoint for agent whose model upstream is the fake (through an injected
 // transport: the release binary has no redirect hook) and a fake that knows the placeholder.
-func open(dir, agent string, ca *testkit.CA, k keys.Keys, log *slog.Logger, allow []string) (*run, error) {
+func open(dir, agent string, ca *localca.Authority, k keys.Keys, log *slog.Logger, allow []string) (*run, error) {
 	var fakeAddr string
 	var mu sync.Mutex
 	tr := &http.Transport{

@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy"
@@ -30,7 +30,7 @@ const maxCompletionReply = 4 << 20
 // The upstream is https://api.openai.com (the openai key), or the operator's api_base (the
 // custom key) when it is set.
 func (s *Service) handleComplete(ctx context.Context, req *privsep.Request) (privsep.Reply, error) {
-	var in completion.Request
+	var in egresswire.CompleteRequest
 	if err := req.Decode(&in); err != nil {
 		return privsep.Reply{}, err
 	}
@@ -44,30 +44,30 @@ func (s *Service) handleComplete(ctx context.Context, req *privsep.Request) (pri
 	return privsep.Reply{Body: rep}, nil
 }
 
-func (s *Service) complete(ctx context.Context, in completion.Request) (completion.Reply, error) {
+func (s *Service) complete(ctx context.Context, in egresswire.CompleteRequest) (egresswire.CompleteReply, error) {
 	up, err := upstream.ForCompletion(in.APIBase)
 	if err != nil {
-		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
 	key, ok := s.currentKeys().Get(up.KeyProvider)
 	if !ok {
-		return completion.Reply{}, fmt.Errorf("complete: %w", reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider))
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider))
 	}
 	cat, err := s.currentCatalog()
 	if err != nil {
-		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
 	eng, err := modelproxy.NewEngine(up, in.Model, cat)
 	if err != nil {
-		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
 	ph, err := endpoint.NewPlaceholder()
 	if err != nil {
-		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
 	proxy, err := modelproxy.New(eng, up, modelproxy.Options{Placeholder: ph, Key: key, Allowance: in.Allowance, RootCAs: s.rootCAs, Logger: s.log.With("run", in.RunID, "backend", "openai")})
 	if err != nil {
-		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
 	defer proxy.Close()
 	body, err := json.Marshal(map[string]any{
@@ -77,11 +77,11 @@ func (s *Service) complete(ctx context.Context, in completion.Request) (completi
 		"store":                 false,
 	})
 	if err != nil {
-		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://endpoint/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return completion.Reply{}, fmt.Errorf("complete: %w", err)
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Authorization", "Bearer "+ph)
@@ -97,10 +97,10 @@ func (s *Service) complete(ctx context.Context, in completion.Request) (completi
 	}
 	if code := reasons.Code(w.header.Get("X-Anet-Reason")); code == modelproxy.SpendLimit {
 		// Refused before it left: the task cannot be answered within today's caps (K2).
-		return completion.Reply{}, fmt.Errorf("complete: %w", reasons.New(code, reasons.Clip(strings.TrimSpace(w.body.String()), 300)))
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", reasons.New(code, reasons.Clip(strings.TrimSpace(w.body.String()), 300)))
 	}
-	failed := func(format string, args ...any) (completion.Reply, error) {
-		return completion.Reply{Model: eng.Model(), Status: status, Spend: &spend, Failed: fmt.Sprintf(format, args...)}, nil
+	failed := func(format string, args ...any) (egresswire.CompleteReply, error) {
+		return egresswire.CompleteReply{Model: eng.Model(), Status: status, Spend: &spend, Failed: fmt.Sprintf(format, args...)}, nil
 	}
 	if status != http.StatusOK {
 		// A service may quote the credential it refused; the reply is stored and shown (F3),
@@ -120,7 +120,7 @@ func (s *Service) complete(ctx context.Context, in completion.Request) (completi
 	if len(out.Choices) == 0 {
 		return failed("complete: upstream answer has no choice")
 	}
-	return completion.Reply{Text: out.Choices[0].Message.Content, Model: eng.Model(), Status: status, Spend: &spend}, nil
+	return egresswire.CompleteReply{Text: out.Choices[0].Message.Content, Model: eng.Model(), Status: status, Spend: &spend}, nil
 }
 
 // replyRecorder collects the proxy's answer in memory, up to max bytes.

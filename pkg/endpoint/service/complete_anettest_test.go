@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
@@ -44,7 +44,7 @@ func TestCompleteThroughProxy(t *testing.T) {
 			if c.base != "" {
 				model = c.pinned // a custom service has no catalog: the model must be configured
 			}
-			rep, err := s.complete(context.Background(), completion.Request{RunID: "r1", Task: "say hi", APIBase: c.base, Model: model})
+			rep, err := s.complete(context.Background(), egresswire.CompleteRequest{RunID: "r1", Task: "say hi", APIBase: c.base, Model: model})
 			if err != nil || rep.Text != "hello" || rep.Model != c.pinned || rep.Status != 200 {
 				t.Fatalf("complete = %+v, %v, want hello from %s", rep, err, c.pinned)
 			}
@@ -84,13 +84,13 @@ func TestCompleteMeteredK1K2(t *testing.T) {
 
 	// gpt-6-luna: 1000×0.10 + 500×0.01 + 2000×0.50 = 100 + 5 + 1000 = 1105 µ.
 	enough := money.Micros(1_000_000)
-	rep, err := s.complete(context.Background(), completion.Request{RunID: "r1", Task: "say hi", Allowance: &enough})
+	rep, err := s.complete(context.Background(), egresswire.CompleteRequest{RunID: "r1", Task: "say hi", Allowance: &enough})
 	if err != nil || rep.Text != "hello" || rep.Spend == nil || rep.Spend.Cost != 1105 || rep.Spend.Tokens.Reasoning != 300 {
 		t.Fatalf("complete = %+v (spend %+v), %v, want hello costing 1105 µ", rep, rep.Spend, err)
 	}
 	// The worst case of this call is 8192 output tokens at 0.50 = 4096 µ and more.
 	tight := money.Micros(4096)
-	_, err = s.complete(context.Background(), completion.Request{RunID: "r2", Task: "say hi", Allowance: &tight})
+	_, err = s.complete(context.Background(), egresswire.CompleteRequest{RunID: "r2", Task: "say hi", Allowance: &tight})
 	if err == nil || !strings.Contains(err.Error(), string(reasons.SpendLimit)) {
 		t.Fatalf("complete with allowance %s = %v, want spend_limit", tight, err)
 	}
@@ -121,7 +121,7 @@ func TestCompleteFailureNeverQuotesTheKey(t *testing.T) {
 	defer direct.AnetTestRedirect("api.openai.com:443", "")
 	s := testServer(t, "openai: "+key+"\n")
 	s.rootCAs = ca.Pool
-	rep, err := s.complete(context.Background(), completion.Request{RunID: "r1", Task: "say hi"})
+	rep, err := s.complete(context.Background(), egresswire.CompleteRequest{RunID: "r1", Task: "say hi"})
 	if err != nil || rep.Status != http.StatusUnauthorized || !strings.Contains(rep.Failed, "Incorrect API key provided: *anet-redacted-key*") {
 		t.Fatalf("complete = %+v, %v; want the 401 with the key redacted", rep, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -34,18 +34,18 @@ func TestCompleteRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		keys string
-		req  completion.Request
+		req  egresswire.CompleteRequest
 		want reasons.Code
 	}{
-		{"no openai key", "anthropic: sk-ant-x\n", completion.Request{RunID: "r1", Task: "hi"}, reasons.NoAPIKey},
-		{"no custom key for api_base", "openai: sk-x\n", completion.Request{RunID: "r1", Task: "hi", APIBase: "https://llm.example/v1"}, reasons.NoAPIKey},
-		{"empty task", "openai: sk-x\n", completion.Request{RunID: "r1"}, reasons.BadRequest},
-		{"bad run id", "openai: sk-x\n", completion.Request{RunID: "../r", Task: "hi"}, reasons.BadRequest},
+		{"no openai key", "anthropic: sk-ant-x\n", egresswire.CompleteRequest{RunID: "r1", Task: "hi"}, reasons.NoAPIKey},
+		{"no custom key for api_base", "openai: sk-x\n", egresswire.CompleteRequest{RunID: "r1", Task: "hi", APIBase: "https://llm.example/v1"}, reasons.NoAPIKey},
+		{"empty task", "openai: sk-x\n", egresswire.CompleteRequest{RunID: "r1"}, reasons.BadRequest},
+		{"bad run id", "openai: sk-x\n", egresswire.CompleteRequest{RunID: "../r", Task: "hi"}, reasons.BadRequest},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := testServer(t, c.keys)
 			body, _ := json.Marshal(c.req)
-			_, err := s.handleComplete(context.Background(), &privsep.Request{Method: completion.Method, Body: body})
+			_, err := s.handleComplete(context.Background(), &privsep.Request{Method: egresswire.MethodComplete, Body: body})
 			var pe *privsep.Error
 			if !errors.As(err, &pe) || pe.Code != c.want {
 				t.Fatalf("handleComplete(%s) = %v, want code %s", c.name, err, c.want)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/egress"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
 )
 
 // M1, H4: anet-egress opens a run's endpoint on the host loopback when anetd asks for it
@@ -25,12 +25,12 @@ func TestLoopbackEndpointThroughTheServiceM1(t *testing.T) {
 	s := testServer(t, "anthropic: sk-ant-loopback-4d2e\n")
 	t.Cleanup(s.CloseAll)
 	h := s.Handlers()
-	open := runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: "run-mac", Agent: "claude", Listen: runpolicy.ListenLoopback, Allow: []string{"pypi.org"}}}
-	rep, err := call(t, h[runpolicy.MethodOpen], runpolicy.MethodOpen, open)
+	open := egresswire.OpenRequest{Policy: endpoint.Policy{RunID: "run-mac", Agent: "claude", Listen: egresswire.ListenLoopback, Allow: []string{"pypi.org"}}}
+	rep, err := call(t, h[egresswire.MethodOpen], egresswire.MethodOpen, open)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	var or runpolicy.OpenReply
+	var or egresswire.OpenReply
 	b, _ := json.Marshal(rep.Body)
 	json.Unmarshal(b, &or)
 	if or.Socket != "" || !strings.HasPrefix(or.Addr, "127.0.0.1:") || len(or.Placeholder) != 64 {
@@ -62,7 +62,7 @@ func TestLoopbackEndpointThroughTheServiceM1(t *testing.T) {
 	if st, why := connect("example.com:443", token); !strings.HasPrefix(st, "403") || why != string(egress.HostNotAllowed) {
 		t.Fatalf("CONNECT with the token to a host off the list = %s (%s), want 403 %s from the egress rules", st, why, egress.HostNotAllowed)
 	}
-	if _, err := call(t, h[runpolicy.MethodClose], runpolicy.MethodClose, runpolicy.CloseRequest{RunID: "run-mac"}); err != nil {
+	if _, err := call(t, h[egresswire.MethodClose], egresswire.MethodClose, egresswire.CloseRequest{RunID: "run-mac"}); err != nil {
 		t.Fatalf("close: %v", err)
 	}
 	if c, err := net.Dial("tcp", or.Addr); err == nil {

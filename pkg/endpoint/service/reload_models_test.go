@@ -12,9 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/preflight"
@@ -60,18 +59,18 @@ func (f modelsFixture) breakFile(t *testing.T) {
 }
 
 // open asks s, as anetd does, for an endpoint of a claude run configured with model.
-func open(t *testing.T, s *Service, run, model string) (runpolicy.OpenReply, error) {
+func open(t *testing.T, s *Service, run, model string) (egresswire.OpenReply, error) {
 	t.Helper()
-	body, _ := json.Marshal(runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: run, Agent: "claude", Model: model}})
-	rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: runpolicy.MethodOpen, Body: body})
+	body, _ := json.Marshal(egresswire.OpenRequest{Policy: endpoint.Policy{RunID: run, Agent: "claude", Model: model}})
+	rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: egresswire.MethodOpen, Body: body})
 	if err != nil {
-		return runpolicy.OpenReply{}, err
+		return egresswire.OpenReply{}, err
 	}
-	body, _ = json.Marshal(runpolicy.CloseRequest{RunID: run})
+	body, _ = json.Marshal(egresswire.CloseRequest{RunID: run})
 	t.Cleanup(func() {
-		s.handleClose(context.Background(), &privsep.Request{Method: runpolicy.MethodClose, Body: body})
+		s.handleClose(context.Background(), &privsep.Request{Method: egresswire.MethodClose, Body: body})
 	})
-	return rep.Body.(runpolicy.OpenReply), nil
+	return rep.Body.(egresswire.OpenReply), nil
 }
 
 func reload(t *testing.T, s *Service, f modelsFixture) preflight.CheckAnswer {
@@ -175,7 +174,7 @@ func TestModelsRefusedAtStartRefusesRuns(t *testing.T) {
 	if rv := checkRun(t, s, ""); rv.OK || rv.Code != modelproxy.ModelsFileInvalid || rv.Message != v.Message {
 		t.Fatalf("check of a run = %+v, want %s: %s", rv, modelproxy.ModelsFileInvalid, v.Message)
 	}
-	_, err = s.complete(context.Background(), completion.Request{RunID: "c1", Task: "hi"})
+	_, err = s.complete(context.Background(), egresswire.CompleteRequest{RunID: "c1", Task: "hi"})
 	if reasons.CodeOf(err) != modelproxy.ModelsFileInvalid {
 		t.Fatalf("completion with a refused models file = %v, want %s", err, modelproxy.ModelsFileInvalid)
 	}
@@ -202,17 +201,17 @@ func TestCatalogSharedByConcurrentRuns(t *testing.T) {
 		wg.Go(func() {
 			for i := range 4 {
 				run := fmt.Sprintf("g%d-%d", g, i)
-				body, _ := json.Marshal(runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: run, Agent: "claude", Model: "quick"}})
-				rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: runpolicy.MethodOpen, Body: body})
+				body, _ := json.Marshal(egresswire.OpenRequest{Policy: endpoint.Policy{RunID: run, Agent: "claude", Model: "quick"}})
+				rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: egresswire.MethodOpen, Body: body})
 				if err != nil {
 					errs <- err
 					return
 				}
-				if m := rep.Body.(runpolicy.OpenReply).Model; m != "claude-mini-6" {
+				if m := rep.Body.(egresswire.OpenReply).Model; m != "claude-mini-6" {
 					errs <- fmt.Errorf("%s pinned to %s", run, m)
 				}
-				body, _ = json.Marshal(runpolicy.CloseRequest{RunID: run})
-				if _, err := s.handleClose(context.Background(), &privsep.Request{Method: runpolicy.MethodClose, Body: body}); err != nil {
+				body, _ = json.Marshal(egresswire.CloseRequest{RunID: run})
+				if _, err := s.handleClose(context.Background(), &privsep.Request{Method: egresswire.MethodClose, Body: body}); err != nil {
 					errs <- err
 				}
 			}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 	"anet.dev/anet/pkg/privsep"
@@ -38,13 +38,13 @@ func TestEndpointLogLinesNameTheRunOnce(t *testing.T) {
 	}
 	logs := &modelproxytest.LogBuffer{}
 	s := New(k, dir, slog.New(slog.NewJSONHandler(logs, nil)))
-	body, _ := json.Marshal(runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: "run-log-1", Agent: "claude", Allow: []string{"pypi.org"}}})
-	rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: runpolicy.MethodOpen, Body: body})
+	body, _ := json.Marshal(egresswire.OpenRequest{Policy: endpoint.Policy{RunID: "run-log-1", Agent: "claude", Allow: []string{"pypi.org"}}})
+	rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: egresswire.MethodOpen, Body: body})
 	if err != nil {
 		t.Fatalf("handleOpen: %v", err)
 	}
 	t.Cleanup(s.CloseAll)
-	c, err := net.Dial("unix", rep.Body.(runpolicy.OpenReply).Socket)
+	c, err := net.Dial("unix", rep.Body.(egresswire.OpenReply).Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func TestEndpointLogLinesNameTheRunOnce(t *testing.T) {
 		t.Fatalf("CONNECT example.com = %v, %v, want a refusal", resp, err)
 	}
 	c.Close()
-	body, _ = json.Marshal(runpolicy.CloseRequest{RunID: "run-log-1"})
-	if _, err := s.handleClose(context.Background(), &privsep.Request{Method: runpolicy.MethodClose, Body: body}); err != nil {
+	body, _ = json.Marshal(egresswire.CloseRequest{RunID: "run-log-1"})
+	if _, err := s.handleClose(context.Background(), &privsep.Request{Method: egresswire.MethodClose, Body: body}); err != nil {
 		t.Fatalf("handleClose: %v", err)
 	}
 	var tunnelLines int

@@ -14,9 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"anet.dev/anet/pkg/autoreply/completion"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/preflight"
@@ -50,14 +49,14 @@ func New(k keys.Keys, runsDir string, log *slog.Logger) *Service {
 		runsDir: runsDir, log: log, open: map[string]*endpoint.Endpoint{}}
 }
 
-// Handlers answer anetd's requests: runpolicy's open, close and usage, completion, a reload
-// of the keys file, and the check of a run for anet doctor.
+// Handlers answer anetd's requests (pkg/egresswire): an endpoint's open, close and usage, a
+// completion, a reload of the keys file, and the check of a run for anet doctor.
 func (s *Service) Handlers() map[string]privsep.Handler {
 	return map[string]privsep.Handler{
-		runpolicy.MethodOpen:       s.handleOpen,
-		runpolicy.MethodClose:      s.handleClose,
-		runpolicy.MethodUsage:      s.handleUsage,
-		completion.Method:          s.handleComplete,
+		egresswire.MethodOpen:      s.handleOpen,
+		egresswire.MethodClose:     s.handleClose,
+		egresswire.MethodUsage:     s.handleUsage,
+		egresswire.MethodComplete:  s.handleComplete,
 		preflight.MethodReloadKeys: s.handleReloadKeys,
 		preflight.MethodCheckRun:   s.handleCheckRun,
 	}
@@ -156,7 +155,7 @@ func (s *Service) Count() int {
 }
 
 func (s *Service) handleOpen(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
-	var in runpolicy.OpenRequest
+	var in egresswire.OpenRequest
 	if err := req.Decode(&in); err != nil {
 		return privsep.Reply{}, err
 	}
@@ -183,11 +182,11 @@ func (s *Service) handleOpen(_ context.Context, req *privsep.Request) (privsep.R
 		return privsep.Reply{}, coded(err)
 	}
 	s.open[p.RunID] = e
-	return privsep.Reply{Body: runpolicy.OpenReply{Socket: e.SocketPath(), Addr: e.Addr(), Placeholder: e.Placeholder(), Model: e.Model()}}, nil
+	return privsep.Reply{Body: egresswire.OpenReply{Socket: e.SocketPath(), Addr: e.Addr(), Placeholder: e.Placeholder(), Model: e.Model()}}, nil
 }
 
 func (s *Service) handleClose(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
-	var in runpolicy.CloseRequest
+	var in egresswire.CloseRequest
 	if err := req.Decode(&in); err != nil {
 		return privsep.Reply{}, err
 	}
@@ -205,7 +204,7 @@ func (s *Service) handleClose(_ context.Context, req *privsep.Request) (privsep.
 	if err != nil {
 		s.log.Warn("close endpoint", "run", in.RunID, "err", err)
 	}
-	return privsep.Reply{Body: runpolicy.CloseReply{Usage: usage}}, nil
+	return privsep.Reply{Body: egresswire.CloseReply{Usage: usage}}, nil
 }
 
 // handleCheckRun answers whether a run could open its endpoint here, with the keys and models
@@ -235,7 +234,7 @@ func coded(err error) error {
 // handleUsage reports an open endpoint's usage without closing it (the progress of `anet
 // autoreply test`, S8).
 func (s *Service) handleUsage(_ context.Context, req *privsep.Request) (privsep.Reply, error) {
-	var in runpolicy.CloseRequest
+	var in egresswire.CloseRequest
 	if err := req.Decode(&in); err != nil {
 		return privsep.Reply{}, err
 	}
@@ -246,7 +245,7 @@ func (s *Service) handleUsage(_ context.Context, req *privsep.Request) (privsep.
 		return privsep.Reply{}, &privsep.Error{Code: reasons.BadRequest, Message: "no open endpoint for run " + in.RunID}
 	}
 	usage, _ := json.Marshal(e.Usage())
-	return privsep.Reply{Body: runpolicy.CloseReply{Usage: usage}}, nil
+	return privsep.Reply{Body: egresswire.CloseReply{Usage: usage}}, nil
 }
 
 // CloseAll closes every endpoint: the helper is stopping, and with it every tunnel and model

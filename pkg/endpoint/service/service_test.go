@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
-	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -39,24 +39,24 @@ func TestOpenCloseTable(t *testing.T) {
 	s.runsDir = dir
 	t.Cleanup(s.CloseAll)
 	h := s.Handlers()
-	open := runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: "run-t1", Agent: "claude"}}
-	if _, err := call(t, h[runpolicy.MethodOpen], runpolicy.MethodOpen, open); err != nil {
+	open := egresswire.OpenRequest{Policy: endpoint.Policy{RunID: "run-t1", Agent: "claude"}}
+	if _, err := call(t, h[egresswire.MethodOpen], egresswire.MethodOpen, open); err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	if _, err := call(t, h[runpolicy.MethodOpen], runpolicy.MethodOpen, open); codeOf(err) != reasons.BadRequest {
+	if _, err := call(t, h[egresswire.MethodOpen], egresswire.MethodOpen, open); codeOf(err) != reasons.BadRequest {
 		t.Fatalf("second open of run-t1 = %v, want bad_request", err)
 	}
-	bad := runpolicy.OpenRequest{Policy: endpoint.Policy{RunID: "../x", Agent: "claude"}}
-	if _, err := call(t, h[runpolicy.MethodOpen], runpolicy.MethodOpen, bad); codeOf(err) != reasons.BadRequest {
+	bad := egresswire.OpenRequest{Policy: endpoint.Policy{RunID: "../x", Agent: "claude"}}
+	if _, err := call(t, h[egresswire.MethodOpen], egresswire.MethodOpen, bad); codeOf(err) != reasons.BadRequest {
 		t.Fatalf("open with run id ../x = %v, want bad_request", err)
 	}
 	if s.Count() != 1 {
 		t.Fatalf("%d endpoints open, want 1", s.Count())
 	}
-	if _, err := call(t, h[runpolicy.MethodClose], runpolicy.MethodClose, runpolicy.CloseRequest{RunID: "run-t1"}); err != nil {
+	if _, err := call(t, h[egresswire.MethodClose], egresswire.MethodClose, egresswire.CloseRequest{RunID: "run-t1"}); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if _, err := call(t, h[runpolicy.MethodClose], runpolicy.MethodClose, runpolicy.CloseRequest{RunID: "run-t1"}); codeOf(err) != reasons.BadRequest {
+	if _, err := call(t, h[egresswire.MethodClose], egresswire.MethodClose, egresswire.CloseRequest{RunID: "run-t1"}); codeOf(err) != reasons.BadRequest {
 		t.Fatalf("second close of run-t1 = %v, want bad_request", err)
 	}
 	if s.Count() != 0 {

@@ -65,14 +65,27 @@ type run struct {
 	plan          *launch.Plan
 	spec          sandbox.Spec
 	lim           sandbox.Limits
-	inner         launch.Run
-	vmDir         string
-	lock          *os.File
-	ctl           *control
-	link          HostLink
-	conn          net.Conn
-	out           sync.WaitGroup // stdout and stderr copies
-	t             Timings
+	began         time.Time
+
+	// What the start's steps find and make, in their order.
+	accel      Accel
+	transport  Transport
+	guest      *guestFiles
+	qemu       string
+	hostLn     net.Listener // the link's listener until the link owns it
+	cid, vport uint32
+	cfg        GuestConfig
+	wall       bwrap.Wall
+	qplan      *launch.Plan // QEMU's own run
+
+	inner launch.Run
+	vmDir string
+	lock  *os.File
+	ctl   *control
+	link  HostLink
+	conn  net.Conn
+	out   sync.WaitGroup // stdout and stderr copies
+	t     Timings
 
 	console, qemuErr *sandbox.Capped
 
@@ -96,77 +109,104 @@ func (l *Backend) Start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio
 	return l.startWith(ctx, p, stdio, a)
 }
 
-func (l *Backend) startWith(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, accel Accel) (_ launch.Run, err error) {
-	spec, host := p.Spec(), p.Host()
-	if os.Getuid() == 0 {
-		// QEMU's 9p server acts with the node's uid, which the agent then has in the guest;
-		// as root that would be a root agent.
-		return nil, reasons.New(reasons.SandboxStartFailed, "the vm isolation runs only as an unprivileged node user, not as root")
-	}
-	began := time.Now()
-	g, err := l.prepare(ctx)
-	if err != nil {
-		return nil, err
-	}
-	qemu, err := l.qemuPath()
-	if err != nil {
-		return nil, err
-	}
-	tree, prog, endpoint := host.AgentTree, host.Prog, host.Endpoint
-	if spec.RuntimeTree != "" {
-		// Fail closed: the guest has no share for a second tree yet, and an agent whose
-		// interpreter is missing would fail in a way that reads like the agent's own.
-		return nil, fmt.Errorf("start %s: runtime_tree %s: an agent interpreter outside the system dirs is not supported by the vm isolation tier", spec.ID, spec.RuntimeTree)
-	}
+func (l *Backend) startWith(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, accel Accel) (launch.Run, error) {
 	lim := p.Limits()
-	r := &run{l: l, plan: p, spec: spec, lim: lim, innerDone: make(chan sandbox.Outcome, 1), ctlDone: make(chan struct{}),
+	r := &run{l: l, plan: p, spec: p.Spec(), lim: lim, accel: accel, transport: transportFor(accel), began: time.Now(),
+		innerDone: make(chan sandbox.Outcome, 1), ctlDone: make(chan struct{}),
 		console: sandbox.NewTail(nil, 4096), qemuErr: sandbox.NewTail(nil, 4096)}
 	// The wall clock counts from the agent's start: the watch runs once Start has seen it.
 	r.Watch = launch.NewWatch(lim, r.askStop, r.kill, nil)
-	defer func() {
-		if err != nil {
+	// The run is applied as one ordered list of named steps; the first that fails undoes what
+	// the earlier ones made (abort), and its error names it.
+	for _, s := range []struct {
+		name string
+		do   func() error
+	}{
+		{"user", r.checkUser},
+		{"guest files", func() error { return r.findGuest(ctx) }},
+		{"vm dir", r.makeDir},
+		{"link", r.listen},
+		{"machine", func() error { return r.describe(stdio) }},
+		{"qemu", func() error { return r.startQEMU(ctx) }},
+		{"connect", func() error { return r.connect(ctx, r.hostLn, r.transport, r.cid, r.deadline(), r.began) }},
+		{"handshake", func() error { return r.handshake(ctx, r.cfg, r.deadline(), stdio, p.Host().Endpoint) }},
+	} {
+		if err := s.do(); err != nil {
 			r.abort()
+			return nil, fmt.Errorf("start %s: %s: %w", p.ID(), s.name, err)
 		}
-	}()
-	if err := r.makeDir(); err != nil {
-		return nil, err
 	}
-	transport := transportFor(accel)
-	var hostLn net.Listener
-	var cid, vport uint32
-	switch transport {
+	r.hostLn = nil // the link owns it now (serial: closed at QEMU's connect)
+	r.t.Total = time.Since(r.began)
+	l.cfg.Log.Info("run started", "id", p.ID(), "isolation", "vm", "accel", accel, "transport", r.transport,
+		"boot_ms", r.t.Total.Milliseconds(), "argv0", p.Host().Prog)
+	go r.watch(ctx)
+	return r, nil
+}
+
+// checkUser refuses root: QEMU's 9p server acts with the node's uid, which the agent then has
+// in the guest; as root that would be a root agent.
+func (r *run) checkUser() error {
+	if os.Getuid() == 0 {
+		return reasons.New(reasons.SandboxStartFailed, "the vm isolation runs only as an unprivileged node user, not as root")
+	}
+	return nil
+}
+
+// findGuest finds the guest's kernel and initramfs and QEMU, and refuses what the guest cannot
+// be given yet.
+func (r *run) findGuest(ctx context.Context) error {
+	if r.spec.RuntimeTree != "" {
+		// Fail closed: the guest has no share for a second tree yet, and an agent whose
+		// interpreter is missing would fail in a way that reads like the agent's own.
+		return fmt.Errorf("runtime_tree %s: an agent interpreter outside the system dirs is not supported by the vm isolation tier", r.spec.RuntimeTree)
+	}
+	var err error
+	if r.guest, err = r.l.prepare(ctx); err != nil {
+		return err
+	}
+	r.qemu, err = r.l.qemuPath()
+	return err
+}
+
+// listen opens the host's end of the link: a unix socket QEMU connects (serial), or a vsock
+// port of the run's own (vsock).
+func (r *run) listen() error {
+	var err error
+	switch r.transport {
 	case TransportSerial:
 		// Through the dir's fd: <RunRoot>/<ID>.vm/link.sock may be longer than a socket path
 		// may be (108 bytes); the bind mount into QEMU's wall takes the real path.
-		if hostLn, err = net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/link.sock", r.lock.Fd())); err != nil {
-			return nil, fmt.Errorf("start %s: link socket: %w", spec.ID, err)
+		if r.hostLn, err = net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/link.sock", r.lock.Fd())); err != nil {
+			return fmt.Errorf("link socket: %w", err)
 		}
 	case TransportVsock:
 		// A random CID (QEMU refuses one in use, and the run fails closed) and a port of the
 		// run's own; the link accepts only that CID.
-		cid = 3 + rand.Uint32N(1<<30)
-		vport = 1024 + rand.Uint32N(1<<30)
-		if hostLn, err = vsock.Listen(vport, nil); err != nil {
-			return nil, fmt.Errorf("start %s: vsock listen: %w", spec.ID, err)
+		r.cid = 3 + rand.Uint32N(1<<30)
+		r.vport = 1024 + rand.Uint32N(1<<30)
+		if r.hostLn, err = vsock.Listen(r.vport, nil); err != nil {
+			return fmt.Errorf("vsock listen: %w", err)
 		}
 	}
-	defer func() {
-		if err != nil {
-			hostLn.Close() // a started run's link owns it (serial: closed at QEMU's connect)
-		}
-	}()
+	return nil
+}
 
-	wall := bwrap.Wall{Binds: []bwrap.Bind{{Src: g.kernel.Vmlinux(), Dst: wallKernel}, {Src: g.initramfs, Dst: wallInitramfs}}}
-	cfg := GuestConfig{
-		Argv: append([]string{prog}, spec.Argv[1:]...), Env: spec.Env, HomeFiles: spec.HomeFiles, Port: spec.Port,
-		UID: os.Getuid(), GID: os.Getgid(), Hostname: l.cfg.Hostname,
+// describe is the run as QEMU, its wall and the guest see it: the machine, the named
+// differences of QEMU's wall from an agent's, the guest's config, and QEMU's own plan.
+func (r *run) describe(stdio sandbox.Stdio) error {
+	spec, host, lim, accel := r.spec, r.plan.Host(), r.lim, r.accel
+	wall := bwrap.Wall{Binds: []bwrap.Bind{{Src: r.guest.kernel.Vmlinux(), Dst: wallKernel}, {Src: r.guest.initramfs, Dst: wallInitramfs}}}
+	r.cfg = GuestConfig{
+		Argv: r.plan.Argv(), Env: spec.Env, HomeFiles: spec.HomeFiles, Port: spec.Port,
+		UID: os.Getuid(), GID: os.Getgid(), Hostname: r.l.cfg.Hostname,
 		Tasks: lim.Tasks, Memory: lim.Memory, FileSize: lim.FileSize,
 		TmpBytes: lim.Disk, Stdin: stdio.Stdin != nil,
 	}
 	guestRAM := guestRAM(lim.Memory)
-	m := Machine{Accel: accel, MemoryMiB: guestRAM >> 20, CPUs: l.cfg.CPUs,
-		Kernel: wallKernel, Initrd: wallInitramfs, Transport: transport, VsockCID: cid}
-	if transport == TransportSerial {
+	m := Machine{Accel: accel, MemoryMiB: guestRAM >> 20, CPUs: r.l.cfg.CPUs,
+		Kernel: wallKernel, Initrd: wallInitramfs, Transport: r.transport, VsockCID: r.cid}
+	if r.transport == TransportSerial {
 		wall.Binds = append(wall.Binds, bwrap.Bind{Src: filepath.Join(r.vmDir, "link.sock"), Dst: wallLink})
 		m.LinkSocket = wallLink
 	} else {
@@ -178,63 +218,60 @@ func (l *Backend) startWith(ctx context.Context, p *launch.Plan, stdio sandbox.S
 	} else {
 		tsc = hostTSCKHz()
 	}
-	m.Cmdline = KernelCmdline(tsc, transport, vport)
+	m.Cmdline = KernelCmdline(tsc, r.transport, r.vport)
 	for _, d := range launch.HostSystemDirs() {
 		if d.Link != "" {
-			cfg.Links = append(cfg.Links, GuestLinkDir{Path: d.Path, Target: d.Link})
+			r.cfg.Links = append(r.cfg.Links, GuestLinkDir{Path: d.Path, Target: d.Link})
 			continue
 		}
 		tag := "sys_" + strings.TrimPrefix(d.Path, "/")
 		m.Shares = append(m.Shares, Share{Tag: tag, Path: d.Path, ReadOnly: true})
-		cfg.Shares = append(cfg.Shares, GuestShare{Tag: tag, Mount: d.Path, ReadOnly: true})
+		r.cfg.Shares = append(r.cfg.Shares, GuestShare{Tag: tag, Mount: d.Path, ReadOnly: true})
 	}
-	if tree != "" {
+	if tree := host.AgentTree; tree != "" {
 		wall.Binds = append(wall.Binds, bwrap.Bind{Src: tree, Dst: wallAgentTree})
 		m.Shares = append(m.Shares, Share{Tag: "agent", Path: wallAgentTree, ReadOnly: true})
-		cfg.Shares = append(cfg.Shares, GuestShare{Tag: "agent", Mount: tree, ReadOnly: true})
+		r.cfg.Shares = append(r.cfg.Shares, GuestShare{Tag: "agent", Mount: tree, ReadOnly: true})
 	}
 	m.Shares = append(m.Shares, Share{Tag: "work", Path: sandbox.SandboxWork})
-	cfg.Shares = append(cfg.Shares, GuestShare{Tag: "work", Mount: sandbox.SandboxWork})
+	r.cfg.Shares = append(r.cfg.Shares, GuestShare{Tag: "work", Mount: sandbox.SandboxWork})
 	args, err := QEMUArgs(m)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	boot := l.bootTimeout(accel)
+	boot := r.l.bootTimeout(accel)
 	overhead := int64(qemuOverheadTCG)
 	if accel == AccelKVM {
 		overhead = qemuOverheadKVM
 	}
 	qspec := sandbox.Spec{
-		ID: spec.ID, Mode: sandbox.ModeSandbox, Argv: append([]string{qemu}, args...),
+		ID: spec.ID, Mode: sandbox.ModeSandbox, Argv: append([]string{r.qemu}, args...),
 		WorkRoot: spec.WorkRoot, WorkSub: spec.WorkSub, RunRoot: spec.RunRoot, Hidden: spec.Hidden,
 		Limits: sandbox.Limits{Memory: guestRAM + overhead, Tasks: qemuTasks, Disk: lim.Disk, FileSize: lim.FileSize,
 			// A backstop only: the run's own wall clock is its watch's, from the agent's start.
 			// The disk limit is this watch's poll of the work share, as for an agent's run.
 			WallClock: boot + lim.WallClock + 2*lim.Grace + 30*time.Second, Grace: lim.Grace},
 	}
-	qplan, err := launch.Prepare(qspec)
-	if err != nil {
-		return nil, fmt.Errorf("start %s: qemu: %w", spec.ID, err)
+	// QEMU's run is a run of its own: its spec is another's, checked once like every run's.
+	if r.qplan, err = launch.Prepare(qspec); err != nil {
+		return err
 	}
-	r.inner, err = l.cfg.Wall.StartWall(ctx, qplan, sandbox.Stdio{Stdout: r.console, Stderr: r.qemuErr}, wall)
-	if err != nil {
-		return nil, err
+	r.wall = wall
+	return nil
+}
+
+// startQEMU starts QEMU in its bwrap wall; the wall's outcome is read as it comes.
+func (r *run) startQEMU(ctx context.Context) error {
+	var err error
+	if r.inner, err = r.l.cfg.Wall.StartWall(ctx, r.qplan, sandbox.Stdio{Stdout: r.console, Stderr: r.qemuErr}, r.wall); err != nil {
+		return err
 	}
 	go func() { r.innerDone <- r.inner.Wait() }()
-
-	deadline := began.Add(boot)
-	if err := r.connect(ctx, hostLn, transport, cid, deadline, began); err != nil {
-		return nil, err
-	}
-	if err := r.handshake(ctx, cfg, deadline, stdio, endpoint); err != nil {
-		return nil, err
-	}
-	r.t.Total = time.Since(began)
-	l.cfg.Log.Info("run started", "id", spec.ID, "isolation", "vm", "accel", accel, "transport", transport,
-		"boot_ms", r.t.Total.Milliseconds(), "argv0", prog)
-	go r.watch(ctx)
-	return r, nil
+	return nil
 }
+
+// deadline is when the guest must have started the agent.
+func (r *run) deadline() time.Time { return r.began.Add(r.l.bootTimeout(r.accel)) }
 
 // guestRAM is the guest's RAM for an agent limited to memory: the limit, which the agent's
 // cgroup in the guest enforces, plus the guest's own overhead, rounded up to a MiB.
@@ -257,16 +294,16 @@ func (l *Backend) bootTimeout(a Accel) time.Duration {
 func (r *run) makeDir() error {
 	root, rootF, err := linksafe.MkdirUnder(r.spec.RunRoot, "", 0o700)
 	if err != nil {
-		return fmt.Errorf("start %s: run root: %w", r.spec.ID, err)
+		return fmt.Errorf("run root: %w", err)
 	}
 	defer rootF.Close()
 	name := r.spec.ID + ".vm"
 	if err := unix.Mkdirat(int(rootF.Fd()), name, 0o700); err != nil {
-		return fmt.Errorf("start %s: vm dir: %w", r.spec.ID, err)
+		return err
 	}
 	r.vmDir = filepath.Join(root, name)
 	if r.lock, err = linksafe.LockRunDir(r.vmDir); err != nil {
-		return fmt.Errorf("start %s: %w", r.spec.ID, err)
+		return err
 	}
 	return nil
 }
@@ -384,6 +421,9 @@ func (r *run) cleanup() {
 
 // abort undoes a start that failed.
 func (r *run) abort() {
+	if r.hostLn != nil {
+		r.hostLn.Close()
+	}
 	r.kill()
 	if r.inner != nil {
 		launch.WaitSettled(r.inner)

@@ -1,22 +1,19 @@
-// Package completion is the wire form of the openai back-end's one request (P3): anetd asks
-// anet-egress to make one chat completion for a task with the pinned model, the output cap
-// and store:false, through the same model-proxy rules an agent's requests meet. It is plain
-// data, shared by both sides, and links nothing else but the figures (pkg/limits).
-package completion
+package egresswire
 
 import (
 	"fmt"
-	"regexp"
 
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/money"
 )
 
-// Method is the privsep method anet-egress answers.
-const Method = "complete"
+// MethodComplete is the openai back-end's one request (P3, CompleteRequest → CompleteReply):
+// anetd asks anet-egress to make one chat completion for a task with the pinned model, the
+// output cap and store:false, through the same model-proxy rules an agent's requests meet.
+const MethodComplete = "complete"
 
-// Request is one completion.
-type Request struct {
+// CompleteRequest is one completion.
+type CompleteRequest struct {
 	// RunID names the call in logs and usage.
 	RunID string `json:"run_id"`
 	// APIBase is the operator's OpenAI-compatible service; "" is https://api.openai.com.
@@ -29,10 +26,8 @@ type Request struct {
 	Allowance *money.Micros `json:"allowance_micros,omitempty"`
 }
 
-var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
-
 // Validate checks r; errors name the field.
-func (r Request) Validate() error {
+func (r CompleteRequest) Validate() error {
 	switch {
 	case !runIDRE.MatchString(r.RunID):
 		return fmt.Errorf("complete run_id %q: want 1-128 letters, digits, '.', '_' or '-'", r.RunID)
@@ -46,8 +41,8 @@ func (r Request) Validate() error {
 	return nil
 }
 
-// Reply is the model's answer.
-type Reply struct {
+// CompleteReply is the model's answer.
+type CompleteReply struct {
 	// Text is the first choice's message content.
 	Text string `json:"text"`
 	// Model is the model the request was pinned to.

@@ -1,4 +1,4 @@
-package runpolicy
+package egresswire
 
 import "encoding/json"
 

@@ -1,7 +1,4 @@
-// Package runpolicy is one run's endpoint policy as plain, serialisable data: what anetd sends
-// to anet-egress over the privsep socket. It links neither the keys reader nor the model
-// proxy, so the daemon can build and validate a policy without them.
-package runpolicy
+package egresswire
 
 import (
 	"fmt"
@@ -20,7 +17,8 @@ type Limits struct {
 	Connections int          `json:"connections"`
 }
 
-// Policy is one run's endpoint policy.
+// Policy is one run's endpoint policy: what anetd sends to anet-egress to open the run's
+// endpoint (OpenRequest).
 type Policy struct {
 	RunID   string `json:"run_id"`
 	Agent   string `json:"agent"`
@@ -47,6 +45,7 @@ const (
 	ListenLoopback = "loopback"
 )
 
+// runIDRE is the one shape of a run id, in a policy and in a completion.
 var runIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Validate checks p; errors name the field.

@@ -1,4 +1,4 @@
-package runpolicy
+package egresswire
 
 import (
 	"encoding/json"
@@ -47,9 +47,10 @@ func TestPolicyValidateAndJSON(t *testing.T) {
 	}
 }
 
-// The daemon may link this package: it must not link the keys reader or the model proxy.
+// The daemon links this package: it must not link the keys reader, the model proxy or the
+// endpoint, and of this module it imports only the leaf packages.
 func TestLinksNoKeysOrProxy(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "anet.dev/anet/pkg/endpoint/runpolicy").CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", "anet.dev/anet/pkg/egresswire").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
@@ -57,9 +58,13 @@ func TestLinksNoKeysOrProxy(t *testing.T) {
 	if len(deps) < 5 {
 		t.Fatalf("go list -deps gave %d packages: the check would prove nothing", len(deps))
 	}
+	leaves := map[string]bool{"anet.dev/anet/pkg/egresswire": true, "anet.dev/anet/pkg/limits": true, "anet.dev/anet/pkg/money": true,
+		"anet.dev/anet/pkg/modelproxy/upstream": true, "anet.dev/anet/pkg/reasons": true}
 	for _, d := range deps {
 		if d == "anet.dev/anet/pkg/keys" || d == "anet.dev/anet/pkg/modelproxy" || d == "anet.dev/anet/pkg/endpoint" {
-			t.Errorf("runpolicy links %s", d)
+			t.Errorf("egresswire links %s", d)
+		} else if strings.HasPrefix(d, "anet.dev/") && !leaves[d] {
+			t.Errorf("egresswire links %s, not a leaf package", d)
 		}
 	}
 }
