@@ -1,7 +1,9 @@
 // Package sandbox is the platform-neutral side of the agent launcher, and all of it that
-// anetd links: the serialisable run spec and its validation, resource limits, the
-// Launcher/Run seam (launcher.go), the wire format anetd and anet-sandboxd speak over it
-// (wire.go), the probe cache, and the mapping of launcher failures to reason codes (F2).
+// anetd links: the serialisable run spec and its validation (spec.go), resource limits and
+// the codes of the limit that ended a run (limits.go), the Launcher/Run seam and a run's
+// outcome (run.go), the probe's result (probe.go), the wire format anetd and anet-sandboxd
+// speak over the seam (wire.go), the probe cache, and the mapping of launcher failures to
+// reason codes (F2).
 // Nothing here starts a process: that is pkg/sandbox/launch and its backends
 // (pkg/sandbox/bwrap on Linux), linked only by anet-sandboxd (internal/boundaries checks it).
 package sandbox
@@ -13,9 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
-	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/linksafe"
 )
 
@@ -47,76 +47,6 @@ const (
 	// SandboxPATH is the minimal PATH (S5).
 	SandboxPATH = "/usr/local/bin:/usr/bin:/bin"
 )
-
-// Defaults (S6). Tests and operators may lower them; zero in a Limits field means "default".
-const (
-	DefaultMemory    int64 = limits.MemoryBytes
-	DefaultTasks     int64 = limits.Tasks
-	DefaultDisk      int64 = limits.DiskBytes
-	DefaultWallClock       = limits.WallClock
-	DefaultGrace           = 5 * time.Second
-)
-
-// Limits bound one run. Zero fields take the defaults above (see WithDefaults).
-type Limits struct {
-	// Memory is the cgroup memory limit in bytes.
-	Memory int64 `json:"memory,omitempty"`
-	// Tasks is the cgroup pids limit.
-	Tasks int64 `json:"tasks,omitempty"`
-	// Disk bounds home + tmp + work together, in allocated bytes.
-	Disk int64 `json:"disk,omitempty"`
-	// WallClock is api_timeout_seconds: TERM after it, KILL Grace later.
-	WallClock time.Duration `json:"wall_clock,omitempty"`
-	Grace     time.Duration `json:"grace,omitempty"`
-	// FileSize is RLIMIT_FSIZE: a single file's bound while the disk poller catches up.
-	// Zero means the disk limit.
-	FileSize int64 `json:"file_size,omitempty"`
-}
-
-// WithDefaults returns l with every zero field set to its default.
-func (l Limits) WithDefaults() Limits {
-	if l.Memory == 0 {
-		l.Memory = DefaultMemory
-	}
-	if l.Tasks == 0 {
-		l.Tasks = DefaultTasks
-	}
-	if l.Disk == 0 {
-		l.Disk = DefaultDisk
-	}
-	if l.WallClock == 0 {
-		l.WallClock = DefaultWallClock
-	}
-	if l.Grace == 0 {
-		l.Grace = DefaultGrace
-	}
-	if l.FileSize == 0 {
-		l.FileSize = l.Disk
-	}
-	return l
-}
-
-// Validate checks l after defaults are applied.
-func (l Limits) Validate() error {
-	l = l.WithDefaults()
-	for _, c := range []struct {
-		name string
-		v    int64
-		min  int64
-	}{
-		{"limits.memory", l.Memory, 1 << 20},
-		{"limits.tasks", l.Tasks, 2}, // init + the agent
-		{"limits.disk", l.Disk, 1 << 16},
-		{"limits.file_size", l.FileSize, 1 << 12},
-		{"limits.wall_clock", int64(l.WallClock), int64(time.Second)},
-		{"limits.grace", int64(l.Grace), int64(10 * time.Millisecond)},
-	} {
-		if c.v < c.min {
-			return fmt.Errorf("%s = %d: must be at least %d", c.name, c.v, c.min)
-		}
-	}
-	return nil
-}
 
 // Spec is one run, as anetd (or `exec`) asks for it. It is plain data: the launcher resolves
 // and checks every host path again when it applies the spec (fail closed twice).

@@ -189,7 +189,9 @@ func TestArgsRefuses(t *testing.T) {
 	}{
 		{"no seccomp", func(_ *sandbox.Spec, _ *launch.HostPaths, l *Layout) { l.SeccompFDs = nil }, "seccomp"},
 		{"direct mode", func(s *sandbox.Spec, _ *launch.HostPaths, _ *Layout) { s.Mode, s.WorkRoot = sandbox.ModeDirect, "/w" }, "not sandboxed"},
-		{"agent tree is data dir", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.Prog, h.AgentTree = "/d/anet/bin/agent", "/d/anet/bin" }, "agent tree"},
+		{"agent tree is data dir", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) {
+			h.Prog, h.AgentTree = "/d/anet/bin/agent", "/d/anet/bin"
+		}, "agent tree"},
 		{"program outside its tree", func(_ *sandbox.Spec, h *launch.HostPaths, _ *Layout) { h.Prog = "/srv/agent" }, "not inside its tree"},
 		{"runtime bin outside its tree", func(s *sandbox.Spec, h *launch.HostPaths, _ *Layout) {
 			s.RuntimeTree, s.RuntimeBin = "/home/op/node", "/home/op/node/bin"

@@ -5,7 +5,7 @@
 // endpoint on the host loopback (M1).
 //
 // What is pure, and tested on every platform: the profile and its parameters (Params), the
-// argument list (Argv, golden-tested), the profile checker (Check: an S-expression parser
+// argument list (Argv, golden-tested), the profile linter (Lint: an S-expression parser
 // and a list of forms a profile must never contain), the self-check items that run inside
 // the profile (RunChecks), the host-side canaries they aim at, and the limits wrapper that
 // sets a run's resource limits before sandbox-exec (Wrap). What needs a Mac lives in the

@@ -33,7 +33,7 @@ const (
 	ParamOperatorHome = "OPERATOR_HOME"
 )
 
-// writableParams are the parameters the profile may open for writing (Check enforces it).
+// writableParams are the parameters the profile may open for writing (Lint enforces it).
 var writableParams = map[string]bool{ParamHome: true, ParamTmp: true, ParamWork: true}
 
 // Params are one run's parameter values. Paths are resolved (no symlink on the way: Seatbelt
@@ -118,7 +118,7 @@ func Argv(p Params, argv []string) ([]string, error) {
 	for n := range p.Values() {
 		names = append(names, n)
 	}
-	if err := Check(profileText, names); err != nil {
+	if err := Lint(profileText, names); err != nil {
 		return nil, fmt.Errorf("seatbelt argv: %w", err)
 	}
 	out := []string{SandboxExec, "-p", profileText}

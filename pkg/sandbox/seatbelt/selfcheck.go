@@ -366,3 +366,24 @@ func environment(allowed []string) check.Check {
 	}
 	return pass(ItemEnv, "S5,M1", fmt.Sprintf("%d variables, all given by the launcher", len(os.Environ())))
 }
+
+// existing keeps the paths that exist (a refusal shows only on a file that is there).
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// envNames are the names of a run's variables: the launcher's base and those handed in.
+func envNames(base, given []string) []string {
+	var out []string
+	for _, kv := range append(append([]string{}, base...), given...) {
+		name, _, _ := strings.Cut(kv, "=")
+		out = append(out, name)
+	}
+	return out
+}

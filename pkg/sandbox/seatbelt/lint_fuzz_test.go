@@ -27,14 +27,14 @@ func printForms(forms []*node) string {
 	return strings.Join(parts, "\n")
 }
 
-// FuzzCheck (M1, S2, S3): for any text and any supplied parameter names,
+// FuzzLint (M1, S2, S3): for any text and any supplied parameter names,
 //   - parse either fails or prints a tree that parses back to the same tree, whose strings
 //     and regexes hold no newline (neither may span lines);
 //   - Check never panics and, when it accepts a profile, the tree holds none of the forms it
-//     claims to refuse: accepted checks the tree again with the checker's own tables.
-func FuzzCheck(f *testing.F) {
-	if err := Check(Profile(), allParams); err != nil {
-		f.Fatalf("Check(profile.sb) = %v", err)
+//     claims to refuse: accepted checks the tree again with the linter's own tables.
+func FuzzLint(f *testing.F) {
+	if err := Lint(Profile(), allParams); err != nil {
+		f.Fatalf("Lint(profile.sb) = %v", err)
 	}
 	params := strings.Join(allParams, ",")
 	f.Add(Profile(), params)
@@ -66,7 +66,7 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("parse(%q): %s holds a newline", src, s)
 			}
 		}
-		if Check(src, supplied) != nil {
+		if Lint(src, supplied) != nil {
 			return
 		}
 		if err != nil {
@@ -93,7 +93,7 @@ func spansLines(forms []*node) string {
 var portOnly = regexp.MustCompile(`^([0-9]{1,5}|\$\{[A-Z][A-Z0-9_]*\})$`)
 
 // accepted says what an accepted profile holds that Check claims to refuse, or "": it reads
-// the tree again with the checker's tables, form by form, rule by rule.
+// the tree again with the linter's tables, form by form, rule by rule.
 func accepted(forms []*node, supplied []string) string {
 	if len(forms) < 2 || forms[0].String() != "(version 1)" {
 		return "it does not start with (version 1)"

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Violation is one way a profile breaks the rules Check enforces.
+// Violation is one way a profile breaks the rules Lint enforces.
 type Violation struct {
 	// Rule names the rule broken (the constants below).
 	Rule string
@@ -20,10 +20,10 @@ func (v Violation) Error() string {
 	return fmt.Sprintf("line %d: %s: %s: %s", v.Line, v.Rule, v.Form, v.Why)
 }
 
-// CheckError lists every violation of a profile.
-type CheckError []Violation
+// LintError lists every violation of a profile.
+type LintError []Violation
 
-func (e CheckError) Error() string {
+func (e LintError) Error() string {
 	parts := make([]string, len(e))
 	for i, v := range e {
 		parts[i] = v.Error()
@@ -31,7 +31,7 @@ func (e CheckError) Error() string {
 	return "seatbelt profile: " + strings.Join(parts, "; ")
 }
 
-// Rules of Check.
+// Rules of Lint.
 const (
 	RuleSyntax      = "syntax"       // parses as the SBPL subset, printable ASCII only
 	RuleShape       = "shape"        // (version 1), then (deny default), then allow and deny forms only
@@ -133,16 +133,16 @@ var (
 	portSpec  = regexp.MustCompile(`^([0-9]{1,5}|\$\{[A-Z][A-Z0-9_]*\})$`)
 )
 
-// Check parses profile and checks it against the rules every profile of this node keeps;
-// params are the names the argument builder supplies. It returns a CheckError with every
+// Lint parses profile and checks it against the rules every profile of this node keeps;
+// params are the names the argument builder supplies. It returns a LintError with every
 // violation, or nil. It knows the profile language's subset and the operations this backend
 // reviewed; anything else is refused rather than guessed at.
-func Check(profile string, params []string) error {
+func Lint(profile string, params []string) error {
 	forms, err := parse(profile)
 	if err != nil {
-		return CheckError{{Rule: RuleSyntax, Form: "profile", Why: err.Error()}}
+		return LintError{{Rule: RuleSyntax, Form: "profile", Why: err.Error()}}
 	}
-	c := &checker{used: map[string]bool{}}
+	c := &linter{used: map[string]bool{}}
 	c.shape(forms)
 	for _, f := range forms {
 		c.form(f)
@@ -170,12 +170,12 @@ func Check(profile string, params []string) error {
 	return nil
 }
 
-type checker struct {
-	errs CheckError
+type linter struct {
+	errs LintError
 	used map[string]bool
 }
 
-func (c *checker) fail(rule string, n *node, why string) {
+func (c *linter) fail(rule string, n *node, why string) {
 	c.errs = append(c.errs, Violation{Rule: rule, Line: n.line, Form: clip(n.String()), Why: why})
 }
 
@@ -187,7 +187,7 @@ func clip(s string) string {
 }
 
 // shape: (version 1) first, (deny default) second, then allows and denies.
-func (c *checker) shape(forms []*node) {
+func (c *linter) shape(forms []*node) {
 	if len(forms) < 2 {
 		c.errs = append(c.errs, Violation{Rule: RuleShape, Form: "profile", Why: "want (version 1) and (deny default) at least"})
 		return
@@ -232,7 +232,7 @@ func filtersOf(f *node) []*node {
 	return out
 }
 
-func (c *checker) form(f *node) {
+func (c *linter) form(f *node) {
 	h := f.head()
 	if h != "allow" && h != "deny" {
 		return
@@ -262,7 +262,7 @@ func (c *checker) form(f *node) {
 // values checks every value inside a filter and records the parameters it uses: a value is
 // a string, (param "NAME") or (string-append value…). An allow may not build on the
 // operator's home (OPERATOR_HOME exists for the closing denies).
-func (c *checker) values(n *node, inAllow bool) {
+func (c *linter) values(n *node, inAllow bool) {
 	for _, k := range n.kids {
 		switch k.head() {
 		case "param":
@@ -306,7 +306,7 @@ func value(n *node) (string, bool) {
 	return "", false
 }
 
-func (c *checker) allow(f *node, ops, filters []*node) {
+func (c *linter) allow(f *node, ops, filters []*node) {
 	for _, op := range ops {
 		name := op.text
 		if why, bad := refusedOps[name]; bad {
@@ -334,7 +334,7 @@ func (c *checker) allow(f *node, ops, filters []*node) {
 }
 
 // pathFilter checks one filter of a file operation (or process-exec).
-func (c *checker) pathFilter(f *node, op string, flt *node) {
+func (c *linter) pathFilter(f *node, op string, flt *node) {
 	kind := flt.head()
 	if kind == "regex" {
 		if len(flt.kids) != 2 || flt.kids[1].kind != nodeRegex || flt.kids[1].text != ttyRegex {
@@ -389,7 +389,7 @@ func (c *checker) pathFilter(f *node, op string, flt *node) {
 }
 
 // otherFilter checks one filter of a non-file operation.
-func (c *checker) otherFilter(f *node, op string, flt *node) {
+func (c *linter) otherFilter(f *node, op string, flt *node) {
 	arg := func(i int) string {
 		if len(flt.kids) > i {
 			if s, ok := value(flt.kids[i]); ok {
@@ -423,7 +423,7 @@ func (c *checker) otherFilter(f *node, op string, flt *node) {
 		}
 	case "iokit-open":
 		// One argument, as every filter here: what follows it (a (with no-sandbox), a second
-		// class) would be read by Seatbelt and not by this checker.
+		// class) would be read by Seatbelt and not by this linter.
 		if flt.head() != "iokit-registry-entry-class" || len(flt.kids) != 2 || arg(1) != "RootDomainUserClient" {
 			c.fail(RuleFilter, flt, "the only IOKit user client a run may open is RootDomainUserClient")
 		}
@@ -438,7 +438,7 @@ func (c *checker) otherFilter(f *node, op string, flt *node) {
 
 // outbound checks one filter of network-outbound: (remote ip "localhost:PORT") with a fixed
 // or parameter port, nothing else.
-func (c *checker) outbound(flt *node) {
+func (c *linter) outbound(flt *node) {
 	if flt.head() == "local" {
 		c.fail(RuleNetwork, flt, "(local ip …) on an outbound rule matches the unbound source address of every connection: it opens the whole network")
 		return

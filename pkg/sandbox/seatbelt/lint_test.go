@@ -9,17 +9,17 @@ import (
 // allParams are the names Argv supplies.
 var allParams = []string{ParamHome, ParamTmp, ParamWork, ParamAgentTree, ParamSelf, ParamEndpointPort, ParamOperatorHome}
 
-// M1: the shipped profile passes its own checker with exactly the parameters the argument
+// M1: the shipped profile passes its own linter with exactly the parameters the argument
 // builder supplies.
 func TestShippedProfilePassesM1(t *testing.T) {
-	if err := Check(Profile(), allParams); err != nil {
-		t.Fatalf("Check(profile.sb) = %v", err)
+	if err := Lint(Profile(), allParams); err != nil {
+		t.Fatalf("Lint(profile.sb) = %v", err)
 	}
 }
 
 // violated returns the rules err names.
 func violated(err error) []string {
-	var ce CheckError
+	var ce LintError
 	if !errors.As(err, &ce) {
 		return nil
 	}
@@ -32,8 +32,8 @@ func violated(err error) []string {
 
 // M1, S2, S3: each case breaks the shipped profile in one way, most by appending one rule
 // (Seatbelt applies the last match, so an appended allow wins over everything above it),
-// and the checker refuses it for the rule it breaks.
-func TestCheckerRefusesDangerousFormsM1(t *testing.T) {
+// and the linter refuses it for the rule it breaks.
+func TestLintRefusesDangerousFormsM1(t *testing.T) {
 	appended := []struct {
 		name, rule, form string
 	}{
@@ -94,9 +94,9 @@ func TestCheckerRefusesDangerousFormsM1(t *testing.T) {
 	}
 	for _, c := range appended {
 		t.Run(c.name, func(t *testing.T) {
-			err := Check(Profile()+"\n"+c.form+"\n", allParams)
+			err := Lint(Profile()+"\n"+c.form+"\n", allParams)
 			if got := violated(err); !contains(got, c.rule) {
-				t.Fatalf("Check(profile + %s) = %v, want a %s violation", c.form, err, c.rule)
+				t.Fatalf("Lint(profile + %s) = %v, want a %s violation", c.form, err, c.rule)
 			}
 		})
 	}
@@ -130,7 +130,7 @@ func TestCheckerRefusesDangerousFormsM1(t *testing.T) {
 			if params == nil {
 				params = allParams
 			}
-			err := Check(p, params)
+			err := Lint(p, params)
 			if got := violated(err); !contains(got, c.rule) || !strings.Contains(err.Error(), c.wantInError) {
 				t.Fatalf("Check = %v, want a %s violation mentioning %q", err, c.rule, c.wantInError)
 			}
@@ -138,11 +138,11 @@ func TestCheckerRefusesDangerousFormsM1(t *testing.T) {
 	}
 }
 
-// The checker reports the line of the offending form.
-func TestCheckerNamesTheLine(t *testing.T) {
+// The linter reports the line of the offending form.
+func TestLintNamesTheLine(t *testing.T) {
 	p := Profile() + "\n(allow file-read*)\n"
-	err := Check(p, allParams)
-	var ce CheckError
+	err := Lint(p, allParams)
+	var ce LintError
 	if !errors.As(err, &ce) || len(ce) != 1 || ce[0].Line != strings.Count(Profile(), "\n")+2 {
 		t.Fatalf("Check = %#v, want one violation on the appended line %d", err, strings.Count(Profile(), "\n")+2)
 	}
