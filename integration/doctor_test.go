@@ -82,7 +82,7 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor = %s", out)
 	}
 	for name, want := range map[string]string{
-		"agent":        "testagent 1.0",
+		"agent":        "(in the sandbox: testagent 1.0",
 		"key":          "a key for anthropic",
 		"model":        "pinned to " + arPinned,
 		"work":         " free",
@@ -109,6 +109,48 @@ func TestDoctor(t *testing.T) {
 	}
 	if after := listFiles(t, b.root); strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("--apparmor-profile wrote files: before %d, after %d", len(before), len(after))
+	}
+}
+
+// S8, E10: doctor asks the agent where a stranger's turn runs. This agent answers on the
+// operator's host, where its licence file lies in the operator's home, but not in a run,
+// whose home is its own: doctor fails node.agent with agent_fails_in_sandbox, the agent's
+// last words and the fix, where a --version run on the host passed.
+func TestDoctorAsksTheAgentInTheSandbox(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "licensed")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "claude")
+	body := "#!/bin/sh\n" +
+		"if [ ! -r \"$HOME/.agent-licence\" ]; then echo \"licensed-agent: no licence in $HOME\" >&2; exit 3; fi\n" +
+		"echo licensed-agent 1.0\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	licence := filepath.Join(home, ".agent-licence")
+	if err := os.WriteFile(licence, []byte("ok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(licence) })
+	if out, err := exec.Command(script, "--version").Output(); err != nil || !strings.Contains(string(out), "licensed-agent 1.0") {
+		t.Fatalf("the agent does not answer on the host: %v %q", err, out)
+	}
+	f := newARFake(t, t.TempDir(), arPinned)
+	b := newARNode(t, f, arOptions{autoReply: sandboxExec, agent: script})
+	b.arStart()
+	out, _, err := b.anet("doctor", "--json")
+	if err == nil {
+		t.Fatalf("anet doctor passed an agent that cannot run in the sandbox:\n%s", out)
+	}
+	a := parseDoctor(t, out).group("node")["agent"]
+	if a.OK || a.Code != reasons.AgentFailsInSandbox || !strings.Contains(a.Detail, "exit 3") ||
+		!strings.Contains(a.Detail, "no licence in /home/agent") || !strings.Contains(a.Fix, "own directory") {
+		t.Fatalf("node.agent = %+v, want agent_fails_in_sandbox with the agent's last words and the fix", a)
 	}
 }
 

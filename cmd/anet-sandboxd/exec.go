@@ -141,7 +141,7 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 			}
 		}
 	}
-	return spec, spec.Validate()
+	return spec, nil
 }
 
 // runInSandbox starts argv in a run shaped by the flags, stops it on SIGTERM/SIGINT/SIGHUP,
@@ -149,6 +149,14 @@ func specFromFlags(c *cli.Context, argv []string) (sandbox.Spec, error) {
 func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	spec, err := specFromFlags(c, argv)
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
+		return 2
+	}
+	// The one check of the run (launch.Prepare): a spec the flags got wrong is a usage
+	// error; one the host refuses (a tree it must not expose) is the sandbox's refusal.
+	plan, err := launch.Prepare(spec)
+	var bad *sandbox.SpecError
+	if errors.As(err, &bad) {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
 		return 2
 	}
@@ -175,7 +183,10 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	} else if msg != "" {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: warning: %s\n", msg)
 	}
-	run, err := l.Start(ctx, spec, stdio)
+	var run sandbox.Run
+	if err == nil {
+		run, err = l.StartPlan(ctx, plan, stdio)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
 		writeOutcome(c.String("outcome"), sandbox.Outcome{ExitCode: -1, Err: err})

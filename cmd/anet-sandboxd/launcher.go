@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,6 +46,8 @@ func launchOptions(c *cli.Context, log *slog.Logger) launch.Options {
 // before it exits, since a run's outcome comes before the removal of its dirs and cgroups.
 type launcher interface {
 	sandbox.Launcher
+	// StartPlan is Start for a plan exec has prepared itself (launch.Prepare).
+	StartPlan(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio) (sandbox.Run, error)
 	Settle()
 }
 

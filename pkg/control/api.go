@@ -65,6 +65,12 @@ type DoctorView struct {
 	AgentRuntime      string                `json:"agent_runtime,omitempty"`
 	AgentRuntimeError string                `json:"agent_runtime_error,omitempty"`
 	AgentRuntimeCode  reasons.Code          `json:"agent_runtime_code,omitempty"`
+	// AgentSandbox is the agent's version line as it answered in a sandbox built like a
+	// turn's (and its interpreter's, as the run finds it); AgentSandboxError and its code say
+	// why it did not answer there. Empty when the probe failed: no turn starts then.
+	AgentSandbox      string                `json:"agent_sandbox,omitempty"`
+	AgentSandboxError string                `json:"agent_sandbox_error,omitempty"`
+	AgentSandboxCode  reasons.Code          `json:"agent_sandbox_code,omitempty"`
 	Keys              preflight.KeysVerdict `json:"keys"`
 	Run               *preflight.RunVerdict `json:"run,omitempty"`
 }

@@ -118,8 +118,18 @@ func agentCheck(v control.DoctorView, s Setup) check.Check {
 		c.Fix = "install the runtime it needs and point the node at it: anet autoreply set agent_runtime /path/to/node"
 		return c
 	}
+	if v.AgentSandboxError != "" {
+		// The agent answers on the host but not where a stranger's turn runs (S8).
+		c := check.Fail("agent", "S8", v.AgentSandboxCode, fmt.Sprintf("%s at %s: %s", agent, v.AgentPath, v.AgentSandboxError))
+		c.Fix = agentSandboxFix(v.AgentSandboxCode, s.AgentInstall)
+		return c
+	}
 	d := agent + " at " + v.AgentPath
-	if s.AgentVersion != nil {
+	switch {
+	case v.AgentSandbox != "":
+		d += " (in the sandbox: " + v.AgentSandbox + ")"
+	case s.AgentVersion != nil:
+		// No sandbox answered (the probe failed, and says why): the host's answer only.
 		if ver := s.AgentVersion(v.AgentPath); ver != "" {
 			d += " (" + ver + ")"
 		}
@@ -128,6 +138,16 @@ func agentCheck(v control.DoctorView, s Setup) check.Check {
 		d += ", runtime " + v.AgentRuntime
 	}
 	return check.Pass("agent", "", d)
+}
+
+// agentSandboxFix is what to do about an agent that does not answer in the sandbox.
+func agentSandboxFix(code reasons.Code, install string) string {
+	if code == reasons.AgentRuntimeTooOld {
+		return "install the runtime it needs and point the node at it: anet autoreply set agent_runtime /path/to/node"
+	}
+	// A run sees the system's dirs and the agent's own tree only (S3): what the agent loads
+	// from elsewhere (a library, a helper in the operator's home) is not there.
+	return "reinstall the agent so that all of it is in its own directory (" + install + "), then run anet doctor again; anet autoreply test shows a whole turn"
 }
 
 // provider is the keys file's entry the configured back-end and agent use.

@@ -71,6 +71,13 @@ func TestNodeChecksWorking(t *testing.T) {
 	if a := byName(NodeChecks(v, testSetup()))["node.agent"]; !a.OK || !strings.Contains(a.Detail, "runtime /opt/node/bin/node 24.21.0") {
 		t.Errorf("agent with a runtime = %+v, want it named (E10)", a)
 	}
+	// S8: the sandbox's answer is the one shown; the host's is not asked.
+	v.AgentSandbox = "2.0.2 (Claude Code), runtime 24.21.0"
+	s := testSetup()
+	s.AgentVersion = func(string) string { t.Error("the agent was asked on the host beside the sandbox's answer"); return "" }
+	if a := byName(NodeChecks(v, s))["node.agent"]; !a.OK || !strings.Contains(a.Detail, "(in the sandbox: 2.0.2 (Claude Code), runtime 24.21.0)") {
+		t.Errorf("agent that answered in the sandbox = %+v, want its answer there", a)
+	}
 }
 
 // S8, F1, S6: each failure carries its code, a detail that does not repeat the code's
@@ -104,6 +111,14 @@ func TestNodeChecksNameTheFix(t *testing.T) {
 			v.AgentRuntimeError, v.AgentRuntimeCode = "/usr/bin/node is 20.20.2; openclaw needs Node >= 24.16 < 25 or >= 26.1", reasons.AgentRuntimeTooOld
 		}, nil,
 			"node.agent", false, reasons.AgentRuntimeTooOld, "anet autoreply set agent_runtime", "/usr/bin/node is 20.20.2"},
+		{"agent fails in the sandbox", func(v *control.DoctorView) {
+			v.AgentSandboxError, v.AgentSandboxCode = "/opt/agent/claude --version in the sandbox: exit 127: libfoo.so: cannot open shared object file", reasons.AgentFailsInSandbox
+		}, nil,
+			"node.agent", false, reasons.AgentFailsInSandbox, "npm install -g @anthropic-ai/claude-code", "exit 127: libfoo.so"},
+		{"agent's runtime in the sandbox too old", func(v *control.DoctorView) {
+			v.AgentSandboxError, v.AgentSandboxCode = "in the sandbox the agent's #! line finds node 20.20.2", reasons.AgentRuntimeTooOld
+		}, nil,
+			"node.agent", false, reasons.AgentRuntimeTooOld, "anet autoreply set agent_runtime", "node 20.20.2"},
 		{"no key", func(v *control.DoctorView) { v.Keys.Providers = nil }, nil,
 			"node.key", false, reasons.NoAPIKey, "add the line `anthropic: KEY` to /cfg/keys.yaml (mode 0600), then anet reload", "no key for anthropic"},
 		{"keys file refused", func(v *control.DoctorView) {

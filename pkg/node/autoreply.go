@@ -33,6 +33,9 @@ type autoReplier interface {
 	// agentRuntime is c's agent's interpreter and version as a sandboxed turn would check
 	// them, with the refusal's code (anet doctor, E10).
 	agentRuntime(ctx context.Context, c config.AutoReply) (program, version string, code reasons.Code, err error)
+	// agentInSandbox is c's agent asked for its version in a sandbox built like a turn's,
+	// with the refusal's code (anet doctor, S8).
+	agentInSandbox(ctx context.Context, c config.AutoReply) (agentVersion, runtimeVersion string, code reasons.Code, err error)
 }
 
 func (n *Node) autoReplyRoutes(s *control.Server) {

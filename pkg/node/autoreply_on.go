@@ -133,15 +133,30 @@ func (a engineAdapter) agentProgram(c config.AutoReply) (string, error) {
 func (a engineAdapter) agentRuntime(ctx context.Context, c config.AutoReply) (string, string, reasons.Code, error) {
 	p, v, err := a.Engine.AgentRuntime(ctx, c)
 	if err != nil {
-		code := autoreply.RuntimeCode(err)
-		// Doctor prints the code's sentence itself: hand on the detail only.
-		var re *reasons.Error
-		if errors.As(err, &re) {
-			err = errors.New(re.Detail)
-		}
+		code, err := forDoctor(err)
 		return "", "", code, err
 	}
 	return p, v, "", nil
+}
+
+func (a engineAdapter) agentInSandbox(ctx context.Context, c config.AutoReply) (string, string, reasons.Code, error) {
+	av, rv, err := a.Engine.AgentInSandbox(ctx, c)
+	if err != nil {
+		code, err := forDoctor(err)
+		return "", "", code, err
+	}
+	return av, rv, "", nil
+}
+
+// forDoctor splits an agent check's error into its code and its detail: doctor prints the
+// code's sentence itself.
+func forDoctor(err error) (reasons.Code, error) {
+	code := autoreply.RuntimeCode(err)
+	var re *reasons.Error
+	if errors.As(err, &re) {
+		err = errors.New(re.Detail)
+	}
+	return code, err
 }
 
 func (a engineAdapter) reload(c config.AutoReply, directWork string) error {

@@ -17,10 +17,12 @@ import (
 func (n *Node) doctorView(r *http.Request) (any, error) {
 	ctx := r.Context()
 	v := control.DoctorView{PID: os.Getpid()}
+	probed := false
 	if res, err := remote.NewClient(n.sandboxd).Probe(ctx); err != nil {
 		v.ProbeError = err.Error()
 	} else {
 		v.Probe, _ = json.Marshal(res)
+		probed = res.OK
 	}
 	c := n.config().AutoReply
 	if n.ar != nil {
@@ -33,6 +35,19 @@ func (n *Node) doctorView(r *http.Request) (any, error) {
 				v.AgentRuntimeError, v.AgentRuntimeCode = err.Error(), code
 			} else if prog != "" {
 				v.AgentRuntime = prog + " " + ver
+			}
+			if err == nil && probed {
+				// A passing --version on the host says nothing about the run: ask where a
+				// stranger's turn runs (S8, E10).
+				av, rv, code, err := n.ar.agentInSandbox(ctx, c)
+				switch {
+				case err != nil:
+					v.AgentSandboxError, v.AgentSandboxCode = err.Error(), code
+				case rv != "":
+					v.AgentSandbox = av + ", runtime " + rv
+				default:
+					v.AgentSandbox = av
+				}
 			}
 		}
 	} else {

@@ -76,6 +76,9 @@ const (
 	// AgentRuntimeTooOld: the interpreter the agent's program runs with (its #! line, or
 	// auto_reply.agent_runtime) is older than the agent needs; refused before the run.
 	AgentRuntimeTooOld Code = "agent_runtime_too_old"
+	// AgentFailsInSandbox: the agent's program, started in a sandbox built like a turn's,
+	// does not run there (its --version exits non-zero): a turn would fail the same way.
+	AgentFailsInSandbox Code = "agent_fails_in_sandbox"
 )
 
 // Warnings (S6, N1, N2).
@@ -121,6 +124,7 @@ var core = []Entry{
 	{NoModel, KindConfig, "no model is configured and the upstream has no known cheapest model", "E2"},
 	{AgentMissing, KindConfig, "the configured agent (auto_reply.agent) is not installed on anetd's PATH", "F2"},
 	{AgentRuntimeTooOld, KindConfig, "the agent's interpreter is older than the agent needs (see anet doctor); install a version it supports and set auto_reply.agent_runtime to that program", "E10"},
+	{AgentFailsInSandbox, KindConfig, "the agent's program does not run in a sandbox built like a turn's (anet doctor shows its last words); a turn would fail the same way", "S8"},
 
 	{NoCgroupLimits, KindWarning, "memory and task limits are not available (no user systemd and no delegated cgroup); the other limits still apply", "S6"},
 	{DiskLow, KindWarning, "free disk space is below intake.disk_free_min: tasks from peers the node does not know are refused (known peers below half of it, trusted peers below a quarter); free space or lower the floor", "N1"},

@@ -212,10 +212,18 @@ func (s *Spec) Validate() error {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("run spec: %w", errors.Join(errs...))
+		return &SpecError{Err: errors.Join(errs...)}
 	}
 	return nil
 }
+
+// SpecError is a spec that fails Validate: its shape is wrong, whatever the host holds (a
+// caller's mistake, which `anet-sandboxd exec` reports as a usage error).
+type SpecError struct{ Err error }
+
+func (e *SpecError) Error() string { return "run spec: " + e.Err.Error() }
+
+func (e *SpecError) Unwrap() error { return e.Err }
 
 // validateEndpointAddr accepts "" or "127.0.0.1:P" with P the spec's port, never beside an
 // endpoint socket. Only the IPv4 loopback: it is what agents are configured with, and what a

@@ -177,7 +177,13 @@ func (l *Launcher) Start(ctx context.Context, spec sandbox.Spec, stdio sandbox.S
 	if err != nil {
 		return nil, err
 	}
-	if spec.Mode == sandbox.ModeDirect {
+	return l.StartPlan(ctx, p, stdio)
+}
+
+// StartPlan is Start for a plan its caller has prepared (exec, which tells a usage error from
+// a refusal by Prepare's error).
+func (l *Launcher) StartPlan(ctx context.Context, p *Plan, stdio sandbox.Stdio) (sandbox.Run, error) {
+	if p.Spec().Mode == sandbox.ModeDirect {
 		return l.track(startDirect(ctx, p, stdio))
 	}
 	if l.backend == nil {
@@ -301,6 +307,11 @@ func (u Unavailable) Probe(context.Context) (sandbox.ProbeResult, error) {
 
 // Start implements sandbox.Launcher: it always refuses.
 func (u Unavailable) Start(context.Context, sandbox.Spec, sandbox.Stdio) (sandbox.Run, error) {
+	return nil, reasons.New(reasons.SandboxUnavailable, u.Err.Error())
+}
+
+// StartPlan is Start: it always refuses.
+func (u Unavailable) StartPlan(context.Context, *Plan, sandbox.Stdio) (sandbox.Run, error) {
 	return nil, reasons.New(reasons.SandboxUnavailable, u.Err.Error())
 }
 
