@@ -29,8 +29,9 @@ run_pkgs=(bubblewrap ca-certificates)
 test_pkgs=("${run_pkgs[@]}" make git groff-base man-db zsh fish systemd socat curl python3
   dpkg lintian rpm rpm2cpio cpio rpmlint binutils qemu-system-x86 xz-utils)
 
-# Where the vm tests find Debian's plain kernel package (pkg/sandbox/vm reads it from here, not
-# from apt's archive dir, which apt cleans). Download only: the host's kernel is not touched.
+# Where the vm tests find Debian's plain kernel package (pkg/sandbox/vm/guestimage reads it
+# from here, not from apt's archive dir, which apt cleans). Download only: the host's kernel
+# is not touched.
 kernel_cache=/var/cache/anet
 
 case "$set_" in

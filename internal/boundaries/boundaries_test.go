@@ -39,7 +39,8 @@ func TestImportBoundaries(t *testing.T) {
 		{"anet.dev/anet/cmd/anet", []string{"anet.dev/anet/pkg/keys", "anet.dev/anet/pkg/store", "anet.dev/anet/pkg/modelproxy"}},
 		// Nor, since exec initialises every package it links once per command, the
 		// configuration file's reader (the node's dirs come from pkg/nodedirs) or a cpio
-		// library (the vm backend writes its initramfs itself, pkg/sandbox/vm/newc.go).
+		// library (the vm backend writes its initramfs itself,
+		// pkg/sandbox/vm/guestimage/newc.go).
 		{"anet.dev/anet/cmd/anet-sandboxd", []string{"anet.dev/anet/pkg/keys", "net/http", "anet.dev/anet/pkg/modelproxy", "anet.dev/anet/pkg/store",
 			"anet.dev/anet/pkg/config", "gopkg.in/yaml.v3", "github.com/u-root/u-root/pkg/cpio", "github.com/dustin/go-humanize"}},
 	} {

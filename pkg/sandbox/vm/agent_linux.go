@@ -13,6 +13,7 @@ import (
 	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/runinit"
 	"anet.dev/anet/pkg/sandbox/seccomp"
+	"anet.dev/anet/pkg/sandbox/vm/guestimage"
 )
 
 // AgentOptions configure `anet-sandboxd vm-agent`, which the guest init starts as pid 1 of
@@ -65,11 +66,11 @@ func agentWall(o AgentOptions) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
-	proc := GuestRoot + "/proc"
+	proc := guestimage.AgentRoot + "/proc"
 	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	if err := unix.Chroot(GuestRoot); err != nil {
+	if err := unix.Chroot(guestimage.AgentRoot); err != nil {
 		return fmt.Errorf("chroot: %w", err)
 	}
 	if err := os.Chdir(sandbox.SandboxWork); err != nil {

@@ -17,6 +17,7 @@ import (
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox/bwrap"
 	"anet.dev/anet/pkg/sandbox/launch"
+	"anet.dev/anet/pkg/sandbox/vm/guestimage"
 )
 
 // Name is the backend's name in pkg/sandbox/launch's registry.
@@ -31,7 +32,7 @@ func init() {
 			return nil, err
 		}
 		return New(Config{Wall: wall, Self: o.Self, Log: o.Log, AllowTCG: o.AllowEmulation,
-			Kernel: KernelSource{CacheDir: o.CacheDir}})
+			Kernel: guestimage.KernelSource{CacheDir: o.CacheDir}})
 	})
 }
 
@@ -44,7 +45,7 @@ type Config struct {
 	// QEMU is qemu-system-x86_64; "" looks it up in PATH.
 	QEMU string
 	// Kernel says where the guest kernel comes from.
-	Kernel KernelSource
+	Kernel guestimage.KernelSource
 	// Accel forces an accelerator; "" probes: kvm when a guest boots under it, else tcg
 	// when AllowTCG.
 	Accel Accel
@@ -75,7 +76,7 @@ var _ launch.Backend = (*Backend)(nil)
 
 // guestFiles are the prepared kernel and initramfs.
 type guestFiles struct {
-	kernel    GuestKernel
+	kernel    guestimage.Kernel
 	initramfs string
 }
 
@@ -137,11 +138,11 @@ func (l *Backend) prepare(ctx context.Context) (*guestFiles, error) {
 	if g != nil {
 		return g, nil
 	}
-	k, err := PrepareKernel(ctx, l.cfg.Kernel)
+	k, err := guestimage.PrepareKernel(ctx, l.cfg.Kernel)
 	if err != nil {
 		return nil, err
 	}
-	img, err := BuildInitramfs(l.cfg.Self, k, l.cfg.Kernel.CacheDir)
+	img, err := guestimage.BuildInitramfs(l.cfg.Self, k, l.cfg.Kernel.CacheDir)
 	if err != nil {
 		return nil, reasons.New(reasons.SandboxStartFailed, err.Error())
 	}

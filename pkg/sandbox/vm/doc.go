@@ -1,14 +1,9 @@
 // Package vm is the micro-VM isolation backend (V1, V2): an untrusted run gets its own guest
 // kernel, no network device, and one stream link to the run's endpoint on the host.
 //
-// The parts, each in its own file:
+// The guest's kernel and initramfs are package guestimage's; the backend prepares them
+// before the first boot. The other parts, each in its own file:
 //
-//   - kernel: a guest kernel from a Debian linux-image package, extracted at first use into
-//     the node's cache (the PVH vmlinux that QEMU's microvm machine boots directly, and the
-//     few modules the guest needs), with its version recorded.
-//   - initramfs: a newc cpio archive the node writes itself (u-root's pkg/cpio) holding the
-//     guest init (anet-sandboxd itself, with its ELF interpreter and libraries when it is
-//     dynamically linked) and the modules in load order.
 //   - qemu: the QEMU command line, a pure function of a Machine, golden-tested.
 //   - link: one interface, two transports: vsock (github.com/mdlayher/vsock; on hosts with
 //     vhost-vsock) and one virtio-serial port carrying streams multiplexed by

@@ -22,6 +22,7 @@ import (
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/runinit"
+	"anet.dev/anet/pkg/sandbox/vm/guestimage"
 )
 
 // AgentCommand is the subcommand the guest init re-executes itself as, in the agent's new
@@ -161,7 +162,7 @@ func runGuest(link GuestLink, ctl *control, cfg GuestConfig, logf func(string, .
 	args := []string{AgentCommand, "--uid", strconv.Itoa(cfg.UID), "--gid", strconv.Itoa(cfg.GID),
 		"--file-size", strconv.FormatInt(cfg.FileSize, 10), "--"}
 	cmd := &exec.Cmd{
-		Path: GuestInit, Args: append([]string{GuestInit}, append(args, cfg.Argv...)...),
+		Path: guestimage.InitPath, Args: append([]string{guestimage.InitPath}, append(args, cfg.Argv...)...),
 		Env: env, Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2],
 		SysProcAttr: &syscall.SysProcAttr{
 			// pid 1 of its own pid namespace: /proc shows the agent's processes only; its own
@@ -222,12 +223,12 @@ func guestMounts() error {
 }
 
 func loadModules() error {
-	b, err := os.ReadFile(GuestModuleList)
+	b, err := os.ReadFile(guestimage.ModuleList)
 	if err != nil {
 		return fmt.Errorf("modules: %w", err)
 	}
 	for _, name := range strings.Fields(string(b)) {
-		f, err := os.Open(filepath.Join(GuestModuleDir, name))
+		f, err := os.Open(filepath.Join(guestimage.ModuleDir, name))
 		if err != nil {
 			return fmt.Errorf("module %s: %w", name, err)
 		}

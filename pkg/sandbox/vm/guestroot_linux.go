@@ -11,17 +11,18 @@ import (
 
 	"anet.dev/anet/pkg/linksafe"
 	"anet.dev/anet/pkg/sandbox"
+	"anet.dev/anet/pkg/sandbox/vm/guestimage"
 )
 
 // The agent's root in the guest: what bwrap's arguments build for the bwrap tier.
 
-// buildRoot assembles the agent's root under GuestRoot: a tmpfs holding the 9p shares,
-// home and tmp tmpfs, a minimal /dev, and anet-sandboxd at sandbox.SandboxSelf; then it
-// makes the root read-only as the bwrap tier does.
+// buildRoot assembles the agent's root under guestimage.AgentRoot: a tmpfs holding the 9p
+// shares, home and tmp tmpfs, a minimal /dev, and anet-sandboxd at sandbox.SandboxSelf; then
+// it makes the root read-only as the bwrap tier does.
 func buildRoot(cfg GuestConfig) (time.Duration, error) {
 	const nsd = unix.MS_NOSUID | unix.MS_NODEV
-	r := func(p string) string { return filepath.Join(GuestRoot, p) }
-	if err := unix.Mount("tmpfs", GuestRoot, "tmpfs", nsd, "mode=0755,size=1m"); err != nil {
+	r := func(p string) string { return filepath.Join(guestimage.AgentRoot, p) }
+	if err := unix.Mount("tmpfs", guestimage.AgentRoot, "tmpfs", nsd, "mode=0755,size=1m"); err != nil {
 		return 0, fmt.Errorf("mount agent root: %w", err)
 	}
 	// Home and tmp first: a share may lie below them (an agent tree under /tmp), as bwrap
@@ -77,13 +78,13 @@ func buildRoot(cfg GuestConfig) (time.Duration, error) {
 	if err := os.WriteFile(self, nil, 0o555); err != nil {
 		return 0, err
 	}
-	if err := unix.Mount(GuestInit, self, "", unix.MS_BIND, ""); err != nil {
+	if err := unix.Mount(guestimage.InitPath, self, "", unix.MS_BIND, ""); err != nil {
 		return 0, fmt.Errorf("bind %s: %w", sandbox.SandboxSelf, err)
 	}
 	if err := unix.Mount("", self, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return 0, fmt.Errorf("remount %s: %w", sandbox.SandboxSelf, err)
 	}
-	if err := unix.Mount("", GuestRoot, "", unix.MS_REMOUNT|unix.MS_RDONLY|nsd, ""); err != nil {
+	if err := unix.Mount("", guestimage.AgentRoot, "", unix.MS_REMOUNT|unix.MS_RDONLY|nsd, ""); err != nil {
 		return 0, fmt.Errorf("remount agent root read-only: %w", err)
 	}
 	return shares, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testharness"
+	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/vm"
@@ -55,9 +56,7 @@ func needHostB(t testing.TB) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatalf("bwrap is not installed; run: apt-get install -y bubblewrap (%v)", err)
 	}
-	if m, _ := filepath.Glob("/var/cache/anet/linux-image-*-amd64_*.deb"); len(m) == 0 {
-		t.Fatalf("no guest kernel package; run: mkdir -p /var/cache/anet && cd /var/cache/anet && apt-get download $(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image/{print $2}')")
-	}
+	testkit.NeedGuestKernelPackage(t)
 	if !testharness.CgroupDelegated() {
 		t.Fatalf("no delegated cgroup: run the tests as root (CI) so the harness delegates one")
 	}

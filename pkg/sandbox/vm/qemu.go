@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"anet.dev/anet/pkg/sandbox/vm/guestimage"
 )
 
 // Accel is how QEMU runs the guest's instructions.
@@ -183,7 +185,7 @@ func (m Machine) validate() error {
 // calibrate on reduced-hardware ACPI without KVM's clock; 0 leaves it to the kernel.
 func KernelCmdline(tscKHz int, t Transport, vsockPort uint32) string {
 	c := "console=ttyS0 quiet panic=-1 reboot=t pci=off i8042.noaux i8042.nokbd no_timer_check cryptomgr.notests " +
-		"8250.nr_uarts=1 random.trust_cpu=on rdinit=" + GuestInit
+		"8250.nr_uarts=1 random.trust_cpu=on rdinit=" + guestimage.InitPath
 	if tscKHz > 0 {
 		c += " tsc_early_khz=" + strconv.Itoa(tscKHz) + " tsc=reliable"
 	}

@@ -27,6 +27,7 @@ import (
 	"anet.dev/anet/pkg/sandbox/bwrap"
 	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/vm"
+	"anet.dev/anet/pkg/sandbox/vm/guestimage"
 )
 
 // TestVMAgentAnswersThroughEndpoint: an agent in the guest calls its model API at
@@ -235,7 +236,7 @@ func TestVMBootTimeoutFailsClosed(t *testing.T) {
 				return nil, err
 			}
 			return vm.New(vm.Config{Wall: wall, Self: o.Self, AllowTCG: true, BootTimeout: time.Second,
-				Kernel: vm.KernelSource{CacheDir: o.CacheDir}})
+				Kernel: guestimage.KernelSource{CacheDir: o.CacheDir}})
 		})
 	})
 	h, err := newVMHost(name)
@@ -362,7 +363,7 @@ func TestAdoptProbeRefusesAnotherLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := vm.New(vm.Config{Wall: wall, Self: self, AllowTCG: true, Kernel: vm.KernelSource{CacheDir: t.TempDir()}})
+	b, err := vm.New(vm.Config{Wall: wall, Self: self, AllowTCG: true, Kernel: guestimage.KernelSource{CacheDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

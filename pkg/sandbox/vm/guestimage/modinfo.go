@@ -1,4 +1,4 @@
-package vm
+package guestimage
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 	"strings"
 )
 
-// GuestModules are the modules the guest loads (their dependencies come along): the
+// guestModules are the modules the guest loads (their dependencies come along): the
 // virtio-mmio transport of microvm, the virtio-serial link, the 9p shares and the vsock link.
-var GuestModules = []string{"virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "vmw_vsock_virtio_transport"}
+var guestModules = []string{"virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "vmw_vsock_virtio_transport"}
 
 // moduleDepends reads the depends= entry of a module's .modinfo section: the kernel build
 // records there exactly the modules whose symbols it uses, so no depmod output is needed.

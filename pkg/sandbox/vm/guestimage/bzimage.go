@@ -1,4 +1,4 @@
-package vm
+package guestimage
 
 import (
 	"bytes"
@@ -74,9 +74,9 @@ func bzPayload(b []byte) (payload []byte, version string, err error) {
 	return b[start+off : start+off+n], version, nil
 }
 
-// ExtractVmlinux returns the uncompressed kernel ELF inside a bzImage, after checking that
+// extractVmlinux returns the uncompressed kernel ELF inside a bzImage, after checking that
 // it has the PVH entry note QEMU's microvm needs.
-func ExtractVmlinux(ctx context.Context, bz []byte) ([]byte, error) {
+func extractVmlinux(ctx context.Context, bz []byte) ([]byte, error) {
 	payload, _, err := bzPayload(bz)
 	if err != nil {
 		return nil, err

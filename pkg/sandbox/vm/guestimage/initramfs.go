@@ -1,4 +1,4 @@
-package vm
+package guestimage
 
 import (
 	"bytes"
@@ -19,11 +19,11 @@ import (
 
 // Paths inside the initramfs.
 const (
-	GuestInit       = "/init"
-	GuestModuleDir  = "/modules"
-	GuestModuleList = "/modules/order"
-	// GuestRoot is where the guest init assembles the agent's root (a tmpfs).
-	GuestRoot = "/a"
+	InitPath   = "/init"
+	ModuleDir  = "/modules"
+	ModuleList = "/modules/order"
+	// AgentRoot is where the guest init assembles the agent's root (a tmpfs).
+	AgentRoot = "/a"
 )
 
 // initramfsFormat changes when the layout below does, so old cached images are not reused.
@@ -33,7 +33,7 @@ const initramfsFormat = "anet-initramfs-1"
 // writing it into cacheDir first when missing. The archive holds the init binary (with its
 // ELF interpreter and libraries when it is dynamically linked), the modules in load order,
 // /dev/console and the empty mount points.
-func BuildInitramfs(initBin string, k GuestKernel, cacheDir string) (string, error) {
+func BuildInitramfs(initBin string, k Kernel, cacheDir string) (string, error) {
 	libs, err := elfClosure(initBin)
 	if err != nil {
 		return "", fmt.Errorf("initramfs: %w", err)
@@ -70,25 +70,25 @@ func BuildInitramfs(initBin string, k GuestKernel, cacheDir string) (string, err
 	return out, nil
 }
 
-func writeInitramfs(w io.Writer, initBin string, libs map[string]string, k GuestKernel) error {
+func writeInitramfs(w io.Writer, initBin string, libs map[string]string, k Kernel) error {
 	type file struct {
 		name, src string
 		data      []byte
 		perm      uint32
 	}
-	files := []file{{name: GuestInit, src: initBin, perm: 0o755}}
+	files := []file{{name: InitPath, src: initBin, perm: 0o755}}
 	for guest, host := range libs {
 		files = append(files, file{name: guest, src: host, perm: 0o755})
 	}
 	var order strings.Builder
 	for _, m := range k.ModulePaths() {
-		files = append(files, file{name: path.Join(GuestModuleDir, filepath.Base(m)), src: m, perm: 0o600})
+		files = append(files, file{name: path.Join(ModuleDir, filepath.Base(m)), src: m, perm: 0o600})
 		order.WriteString(filepath.Base(m) + "\n")
 	}
-	files = append(files, file{name: GuestModuleList, data: []byte(order.String()), perm: 0o600})
+	files = append(files, file{name: ModuleList, data: []byte(order.String()), perm: 0o600})
 	sort.Slice(files, func(i, j int) bool { return files[i].name < files[j].name })
 
-	dirs := map[string]bool{"dev": true, "proc": true, "sys": true, "run": true, "tmp": true, strings.TrimPrefix(GuestRoot, "/"): true}
+	dirs := map[string]bool{"dev": true, "proc": true, "sys": true, "run": true, "tmp": true, strings.TrimPrefix(AgentRoot, "/"): true}
 	for _, f := range files {
 		for d := path.Dir(strings.TrimPrefix(f.name, "/")); d != "."; d = path.Dir(d) {
 			dirs[d] = true

@@ -1,4 +1,4 @@
-package vm_test
+package guestimage_test
 
 import (
 	"context"
@@ -13,22 +13,21 @@ import (
 
 	"anet.dev/anet/internal/testharness"
 	"anet.dev/anet/pkg/reasons"
-	"anet.dev/anet/pkg/sandbox/vm"
+	"anet.dev/anet/pkg/sandbox/vm/guestimage"
 )
 
 // TestPrepareKernelFromDebianPackage: the guest kernel comes from the plain-flavour Debian
 // package, its version is recorded, and the modules are listed after their dependencies (V1).
 func TestPrepareKernelFromDebianPackage(t *testing.T) {
-	needHost(t)
-	h := sharedHost(t)
-	k, err := vm.PrepareKernel(context.Background(), vm.KernelSource{CacheDir: h.cache})
+	cache := kernelCache(t)
+	k, err := guestimage.PrepareKernel(context.Background(), guestimage.KernelSource{CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(filepath.Base(k.Package), "linux-image-"+k.Version+"_") {
 		t.Errorf("version %q does not match the package %s", k.Version, k.Package)
 	}
-	again, err := vm.PrepareKernel(context.Background(), vm.KernelSource{CacheDir: h.cache})
+	again, err := guestimage.PrepareKernel(context.Background(), guestimage.KernelSource{CacheDir: cache})
 	if err != nil || again.Dir != k.Dir {
 		t.Errorf("second PrepareKernel = %s, %v; want the cached %s", again.Dir, err, k.Dir)
 	}
@@ -48,7 +47,7 @@ func TestPrepareKernelFromDebianPackage(t *testing.T) {
 // TestPrepareKernelRefusesAFlavourWithout9p: a kernel package missing a guest module is a
 // clear vm_no_guest_kernel, not a guest that hangs at boot.
 func TestPrepareKernelRefusesMissingPackage(t *testing.T) {
-	_, err := vm.PrepareKernel(context.Background(), vm.KernelSource{PackageDirs: []string{t.TempDir()}, CacheDir: t.TempDir()})
+	_, err := guestimage.PrepareKernel(context.Background(), guestimage.KernelSource{PackageDirs: []string{t.TempDir()}, CacheDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), string(reasons.VMNoGuestKernel)) {
 		t.Fatalf("PrepareKernel with no package = %v, want %s", err, reasons.VMNoGuestKernel)
 	}
@@ -57,14 +56,13 @@ func TestPrepareKernelRefusesMissingPackage(t *testing.T) {
 // TestInitramfsHoldsInitAndModules reads the archive back with the same library: the guest
 // init with its loader and libraries, /dev/console, and the modules with their order.
 func TestInitramfsHoldsInitAndModules(t *testing.T) {
-	needHost(t)
-	h := sharedHost(t)
-	k, err := vm.PrepareKernel(context.Background(), vm.KernelSource{CacheDir: h.cache})
+	cache := kernelCache(t)
+	k, err := guestimage.PrepareKernel(context.Background(), guestimage.KernelSource{CacheDir: cache})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := testharness.Bin(t, "anet-sandboxd")
-	img, err := vm.BuildInitramfs(bin, k, t.TempDir())
+	img, err := guestimage.BuildInitramfs(bin, k, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +109,7 @@ func TestInitramfsHoldsInitAndModules(t *testing.T) {
 		}
 	}
 	// Built once per (init, kernel): a second call reuses the file.
-	again, err := vm.BuildInitramfs(bin, k, filepath.Dir(img))
+	again, err := guestimage.BuildInitramfs(bin, k, filepath.Dir(img))
 	if err != nil || again != img {
 		t.Errorf("second BuildInitramfs = %s, %v; want the cached %s", again, err, img)
 	}

@@ -1,4 +1,4 @@
-package vm
+package guestimage
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"anet.dev/anet/pkg/reasons"
 )
 
-// GuestKernel is a guest kernel ready to boot, as recorded in its cache dir's manifest.
-type GuestKernel struct {
+// Kernel is a guest kernel ready to boot, as recorded in its cache dir's manifest.
+type Kernel struct {
 	// Version is the kernel release (uname -r in the guest), e.g. 6.1.0-57-amd64.
 	Version string `json:"version"`
 	// Package is the linux-image package file it came from; Key identifies that file's
@@ -34,10 +34,10 @@ type GuestKernel struct {
 }
 
 // Vmlinux is the PVH kernel ELF QEMU boots.
-func (k GuestKernel) Vmlinux() string { return filepath.Join(k.Dir, "vmlinux") }
+func (k Kernel) Vmlinux() string { return filepath.Join(k.Dir, "vmlinux") }
 
 // ModulePaths are the module files in load order.
-func (k GuestKernel) ModulePaths() []string {
+func (k Kernel) ModulePaths() []string {
 	out := make([]string, len(k.Modules))
 	for i, m := range k.Modules {
 		out[i] = filepath.Join(k.Dir, "modules", m)
@@ -50,16 +50,16 @@ type KernelSource struct {
 	// Package is a Debian linux-image .deb; "" searches PackageDirs.
 	Package string
 	// PackageDirs are searched for linux-image-<version>-amd64_*.deb (the plain flavour:
-	// the cloud flavour has no 9p). Nil means DefaultPackageDirs.
+	// the cloud flavour has no 9p). Nil means defaultPackageDirs.
 	PackageDirs []string
 	// CacheDir holds the extracted kernels (<cache>/anet/vm).
 	CacheDir string
 }
 
-// DefaultPackageDirs: where the operator (`apt-get download` in /var/cache/anet), a package
+// defaultPackageDirs: where the operator (`apt-get download` in /var/cache/anet), a package
 // shipping a guest kernel, or apt itself leaves one. apt's own archive dir comes last: many
 // hosts clean it after every install (Debian's container images do).
-var DefaultPackageDirs = []string{"/var/cache/anet", "/usr/share/anet/guest", "/var/cache/apt/archives"}
+var defaultPackageDirs = []string{"/var/cache/anet", "/usr/share/anet/guest", "/var/cache/apt/archives"}
 
 var prepareMu sync.Mutex // one extraction at a time per process
 
@@ -67,36 +67,36 @@ var prepareMu sync.Mutex // one extraction at a time per process
 // has none for the package found. Extraction runs dpkg-deb and the kernel's decompressor;
 // the result is written to a temporary dir and renamed into place, so a crash leaves no
 // half-written kernel.
-func PrepareKernel(ctx context.Context, src KernelSource) (GuestKernel, error) {
+func PrepareKernel(ctx context.Context, src KernelSource) (Kernel, error) {
 	prepareMu.Lock()
 	defer prepareMu.Unlock()
 	deb, err := findKernelPackage(src)
 	if err != nil {
-		return GuestKernel{}, err
+		return Kernel{}, err
 	}
 	sum, err := fileKey(deb)
 	if err != nil {
-		return GuestKernel{}, reasons.New(reasons.VMNoGuestKernel, err.Error())
+		return Kernel{}, reasons.New(reasons.VMNoGuestKernel, err.Error())
 	}
 	dir := filepath.Join(src.CacheDir, "kernel-"+sum[:16])
 	if k, err := readManifest(dir); err == nil && k.Key == sum {
 		return k, nil
 	}
 	if err := os.MkdirAll(src.CacheDir, 0o700); err != nil {
-		return GuestKernel{}, fmt.Errorf("guest kernel cache: %w", err)
+		return Kernel{}, fmt.Errorf("guest kernel cache: %w", err)
 	}
 	tmp, err := os.MkdirTemp(src.CacheDir, ".extract-")
 	if err != nil {
-		return GuestKernel{}, fmt.Errorf("guest kernel cache: %w", err)
+		return Kernel{}, fmt.Errorf("guest kernel cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	k, err := extractKernel(ctx, deb, sum, tmp)
 	if err != nil {
-		return GuestKernel{}, reasons.New(reasons.VMNoGuestKernel, err.Error())
+		return Kernel{}, reasons.New(reasons.VMNoGuestKernel, err.Error())
 	}
 	_ = os.RemoveAll(dir) // a stale or partial one
 	if err := os.Rename(filepath.Join(tmp, "out"), dir); err != nil {
-		return GuestKernel{}, fmt.Errorf("guest kernel cache: %w", err)
+		return Kernel{}, fmt.Errorf("guest kernel cache: %w", err)
 	}
 	k.Dir = dir
 	return k, nil
@@ -113,7 +113,7 @@ func findKernelPackage(src KernelSource) (string, error) {
 	}
 	dirs := src.PackageDirs
 	if dirs == nil {
-		dirs = DefaultPackageDirs
+		dirs = defaultPackageDirs
 	}
 	var found []string
 	for _, d := range dirs {
@@ -133,57 +133,57 @@ func findKernelPackage(src KernelSource) (string, error) {
 	return found[len(found)-1], nil
 }
 
-func extractKernel(ctx context.Context, deb, sum, tmp string) (GuestKernel, error) {
+func extractKernel(ctx context.Context, deb, sum, tmp string) (Kernel, error) {
 	raw := filepath.Join(tmp, "deb")
 	cmd := exec.CommandContext(ctx, "dpkg-deb", "-x", deb, raw)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return GuestKernel{}, fmt.Errorf("dpkg-deb -x %s: %w: %s", deb, err, strings.TrimSpace(string(out)))
+		return Kernel{}, fmt.Errorf("dpkg-deb -x %s: %w: %s", deb, err, strings.TrimSpace(string(out)))
 	}
 	bzs, _ := filepath.Glob(filepath.Join(raw, "boot", "vmlinuz-*"))
 	if len(bzs) != 1 {
-		return GuestKernel{}, fmt.Errorf("%s: want one boot/vmlinuz-*, found %d", deb, len(bzs))
+		return Kernel{}, fmt.Errorf("%s: want one boot/vmlinuz-*, found %d", deb, len(bzs))
 	}
 	version := strings.TrimPrefix(filepath.Base(bzs[0]), "vmlinuz-")
 	bz, err := os.ReadFile(bzs[0])
 	if err != nil {
-		return GuestKernel{}, err
+		return Kernel{}, err
 	}
-	vmlinux, err := ExtractVmlinux(ctx, bz)
+	vmlinux, err := extractVmlinux(ctx, bz)
 	if err != nil {
-		return GuestKernel{}, fmt.Errorf("%s: %w", bzs[0], err)
+		return Kernel{}, fmt.Errorf("%s: %w", bzs[0], err)
 	}
 	idx, err := moduleIndex(filepath.Join(raw, "lib", "modules", version))
 	if err != nil {
-		return GuestKernel{}, err
+		return Kernel{}, err
 	}
-	order, err := moduleLoadOrder(idx, GuestModules)
+	order, err := moduleLoadOrder(idx, guestModules)
 	if err != nil {
-		return GuestKernel{}, fmt.Errorf("%s: %w", deb, err)
+		return Kernel{}, fmt.Errorf("%s: %w", deb, err)
 	}
 	out := filepath.Join(tmp, "out")
 	if err := os.MkdirAll(filepath.Join(out, "modules"), 0o700); err != nil {
-		return GuestKernel{}, err
+		return Kernel{}, err
 	}
-	k := GuestKernel{Version: version, Package: deb, Key: sum}
+	k := Kernel{Version: version, Package: deb, Key: sum}
 	for _, m := range order {
 		name := filepath.Base(m)
 		if err := copyFile(m, filepath.Join(out, "modules", name)); err != nil {
-			return GuestKernel{}, err
+			return Kernel{}, err
 		}
 		k.Modules = append(k.Modules, name)
 	}
 	if err := os.WriteFile(filepath.Join(out, "vmlinux"), vmlinux, 0o600); err != nil {
-		return GuestKernel{}, err
+		return Kernel{}, err
 	}
 	mf, _ := json.MarshalIndent(k, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "manifest.json"), append(mf, '\n'), 0o600); err != nil {
-		return GuestKernel{}, err
+		return Kernel{}, err
 	}
 	return k, nil
 }
 
-func readManifest(dir string) (GuestKernel, error) {
-	var k GuestKernel
+func readManifest(dir string) (Kernel, error) {
+	var k Kernel
 	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return k, err
