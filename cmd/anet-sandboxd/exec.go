@@ -154,10 +154,10 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	}
 	// The one check of the run (launch.Prepare): a spec the flags got wrong is a usage
 	// error; one the host refuses (a tree it must not expose) is the sandbox's refusal.
-	plan, err := launch.Prepare(spec)
+	plan, prepErr := launch.Prepare(spec)
 	var bad *sandbox.SpecError
-	if errors.As(err, &bad) {
-		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", err)
+	if errors.As(prepErr, &bad) {
+		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: %v\n", prepErr)
 		return 2
 	}
 	closeInheritedFds()
@@ -183,7 +183,7 @@ func runInSandbox(c *cli.Context, argv []string, stdio sandbox.Stdio) int {
 	} else if msg != "" {
 		fmt.Fprintf(os.Stderr, "anet-sandboxd exec: warning: %s\n", msg)
 	}
-	var run sandbox.Run
+	run, err := sandbox.Run(nil), prepErr
 	if err == nil {
 		run, err = l.StartPlan(ctx, plan, stdio)
 	}
