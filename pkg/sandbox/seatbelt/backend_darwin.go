@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/check"
-	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/nodedirs"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
@@ -182,10 +182,10 @@ func (b *Backend) tempBase() string {
 	return "/private/tmp"
 }
 
-// nodePaths are the node's own dirs as anetd computes them for this user (the probe has no
-// spec naming them): none may be readable in a run.
+// nodePaths are the node's own dirs as anetd places them for this user (pkg/nodedirs; the
+// probe has no spec naming them): none may be readable in a run.
 func (b *Backend) nodePaths() []string {
-	p, err := config.DefaultPaths(func(k string) string {
+	d, err := nodedirs.Default(func(k string) string {
 		if k == "HOME" {
 			return b.home
 		}
@@ -194,7 +194,7 @@ func (b *Backend) nodePaths() []string {
 	if err != nil {
 		return nil
 	}
-	return []string{p.DataDir, p.ConfigDir, p.RuntimeDir}
+	return []string{d.Data, d.Config, d.Runtime}
 }
 
 // checkInput is the self-check of run r, whose endpoint is port (0: a stand-in) and agent
