@@ -119,58 +119,11 @@ func runGuest(link GuestLink, ctl *control, cfg GuestConfig, logf func(string, .
 	}
 	defer cg.Close()
 
-	var drains sync.WaitGroup
-	stdio := make([]*os.File, 3)
-	var closeAfterStart []*os.File
-	for i, k := range []Kind{KindStdin, KindStdout, KindStderr} {
-		if k == KindStdin && !cfg.Stdin {
-			f, err := os.Open(os.DevNull)
-			if err != nil {
-				return fail(err)
-			}
-			stdio[0] = f
-			closeAfterStart = append(closeAfterStart, f)
-			continue
-		}
-		s, err := link.Open(k)
-		if err != nil {
-			return fail(err)
-		}
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			return fail(err)
-		}
-		drains.Add(1)
-		if k == KindStdin {
-			stdio[i] = pr
-			closeAfterStart = append(closeAfterStart, pr)
-			go func() { defer drains.Done(); io.Copy(pw, s); pw.Close(); s.Close() }()
-		} else {
-			stdio[i] = pw
-			closeAfterStart = append(closeAfterStart, pw)
-			go func() {
-				defer drains.Done()
-				io.Copy(s, pr)
-				pr.Close()
-				if cw, ok := s.(interface{ CloseWrite() error }); ok {
-					cw.CloseWrite()
-				}
-			}()
-		}
+	stdio, closeAfterStart, drains, err := guestStdio(link, cfg)
+	if err != nil {
+		return fail(err)
 	}
-	env := append(sandbox.BaseEnv(), cfg.Env...)
-	args := []string{AgentCommand, "--uid", strconv.Itoa(cfg.UID), "--gid", strconv.Itoa(cfg.GID),
-		"--file-size", strconv.FormatInt(cfg.FileSize, 10), "--"}
-	cmd := &exec.Cmd{
-		Path: guestimage.InitPath, Args: append([]string{guestimage.InitPath}, append(args, cfg.Argv...)...),
-		Env: env, Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2],
-		SysProcAttr: &syscall.SysProcAttr{
-			// pid 1 of its own pid namespace: /proc shows the agent's processes only; its own
-			// mount namespace for that /proc; its own IPC namespace.
-			Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC,
-			UseCgroupFD: true, CgroupFD: int(cg.Fd()),
-		},
-	}
+	cmd := agentCommand(cfg, stdio, cg)
 	if err := cmd.Start(); err != nil {
 		return fail(fmt.Errorf("start the agent's init: %w", err))
 	}
@@ -208,6 +161,68 @@ func runGuest(link GuestLink, ctl *control, cfg GuestConfig, logf func(string, .
 	}
 	ev.Limit = cgroupLimitHit()
 	return ev
+}
+
+// guestStdio opens the agent's standard streams over the link (stdin only when the host has
+// one), each through a pipe whose copy drains tracks. closeAfterStart are the guest's ends,
+// closed once the agent's init holds them.
+func guestStdio(link GuestLink, cfg GuestConfig) (stdio, closeAfterStart []*os.File, drains *sync.WaitGroup, err error) {
+	drains = &sync.WaitGroup{}
+	stdio = make([]*os.File, 3)
+	for i, k := range []Kind{KindStdin, KindStdout, KindStderr} {
+		if k == KindStdin && !cfg.Stdin {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			stdio[0] = f
+			closeAfterStart = append(closeAfterStart, f)
+			continue
+		}
+		s, err := link.Open(k)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		drains.Add(1)
+		if k == KindStdin {
+			stdio[i] = pr
+			closeAfterStart = append(closeAfterStart, pr)
+			go func() { defer drains.Done(); io.Copy(pw, s); pw.Close(); s.Close() }()
+		} else {
+			stdio[i] = pw
+			closeAfterStart = append(closeAfterStart, pw)
+			go func() {
+				defer drains.Done()
+				io.Copy(s, pr)
+				pr.Close()
+				if cw, ok := s.(interface{ CloseWrite() error }); ok {
+					cw.CloseWrite()
+				}
+			}()
+		}
+	}
+	return stdio, closeAfterStart, drains, nil
+}
+
+// agentCommand is the agent's init in the guest: pid 1 of its own pid namespace (/proc shows
+// the agent's processes only), its own mount namespace for that /proc and its own IPC
+// namespace, born in the agent's cgroup.
+func agentCommand(cfg GuestConfig, stdio []*os.File, cg *os.File) *exec.Cmd {
+	env := append(sandbox.BaseEnv(), cfg.Env...)
+	args := []string{AgentCommand, "--uid", strconv.Itoa(cfg.UID), "--gid", strconv.Itoa(cfg.GID),
+		"--file-size", strconv.FormatInt(cfg.FileSize, 10), "--"}
+	return &exec.Cmd{
+		Path: guestimage.InitPath, Args: append([]string{guestimage.InitPath}, append(args, cfg.Argv...)...),
+		Env: env, Stdin: stdio[0], Stdout: stdio[1], Stderr: stdio[2],
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC,
+			UseCgroupFD: true, CgroupFD: int(cg.Fd()),
+		},
+	}
 }
 
 // guestMounts mounts what init itself needs: devices (the link's port), /proc, /sys.
