@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/logging"
@@ -59,8 +59,8 @@ func runModel(cfg config, rep *report) error {
 	}
 	up := modelproxytest.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", pinnedModel)
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
 
 	ours, err := newRunRotator(tmp, ca)
 	if err != nil {

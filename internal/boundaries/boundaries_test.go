@@ -147,7 +147,7 @@ func TestSandboxSeamBoundary(t *testing.T) {
 	}
 }
 
-// The model proxy dials its upstream through pkg/egress/direct alone, not through the CONNECT
+// The model proxy dials its upstream through pkg/dialer alone, not through the CONNECT
 // egress package (which holds the tunnel's rules and state).
 func TestModelProxyDoesNotLinkEgress(t *testing.T) {
 	if deps(t, "anet.dev/anet/pkg/modelproxy")["anet.dev/anet/pkg/egress"] {

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/modelproxy"
@@ -51,8 +51,8 @@ func newBenchSetup(b *testing.B) *benchSetup {
 	}
 	up := modelproxytest.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", benchModel)
 	b.Cleanup(up.Close)
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	b.Cleanup(func() { direct.AnetTestRedirect("api.anthropic.com:443", "") })
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	b.Cleanup(func() { dialer.AnetTestRedirect("api.anthropic.com:443", "") })
 	dir, err := os.MkdirTemp("/tmp", "anet-epb-")
 	if err != nil {
 		b.Fatal(err)

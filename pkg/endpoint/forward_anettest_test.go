@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 	"anet.dev/anet/pkg/money"
@@ -46,8 +46,8 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 			defer e.Close()
 			up := modelproxytest.NewUpstream(ca, key, e.Placeholder(), e.Model())
 			defer up.Close()
-			direct.AnetTestRedirect(c.provider+":443", up.Addr())
-			defer direct.AnetTestRedirect(c.provider+":443", "")
+			dialer.AnetTestRedirect(c.provider+":443", up.Addr())
+			defer dialer.AnetTestRedirect(c.provider+":443", "")
 
 			h := http.Header{}
 			if c.auth == "X-Api-Key" {
@@ -100,8 +100,8 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 	defer e.Close()
 	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
 	up.SetUsage(modelproxytest.Usage{Input: 2000, Output: 3000}) // 200 + 1500 = 1700 µ a stream
 
 	c := unixClient(e.SocketPath())
@@ -169,8 +169,8 @@ func TestFallbackExtrasNeverReachUpstreamE4(t *testing.T) {
 	defer e.Close()
 	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
 	h := http.Header{"X-Api-Key": {e.Placeholder()}}
 	const msg = `"model":"haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]`
 	for _, tc := range []struct{ name, fallback, want string }{
@@ -213,8 +213,8 @@ func TestRunsShareUpstreamConnectionsQ1(t *testing.T) {
 	}
 	up := modelproxytest.NewUpstream(ca, testKey, "not-a-placeholder-of-these-runs", "claude-haiku-5-5")
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
 	fdsBefore := countFDs(t)
 
 	a, b := open("run-a"), open("run-b")

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
@@ -66,8 +66,8 @@ func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...f
 			t.Errorf("fake upstream: %s", p)
 		}
 	})
-	direct.AnetTestRedirect(up.Addr(), h.up.Addr())
-	t.Cleanup(func() { direct.AnetTestRedirect(up.Addr(), "") })
+	dialer.AnetTestRedirect(up.Addr(), h.up.Addr())
+	t.Cleanup(func() { dialer.AnetTestRedirect(up.Addr(), "") })
 	o := Options{
 		Placeholder: h.ph, Key: keys.NewSecret(h.key), Limits: lim, RootCAs: ca.Pool,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

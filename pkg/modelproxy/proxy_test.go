@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 	"anet.dev/anet/pkg/reasons"
@@ -323,7 +323,7 @@ func TestProxyKeyNeverLeaks(t *testing.T) {
 	record(h.do("POST", "/v1/messages", http.Header{"Authorization": {"Bearer " + h.key}}, `{}`))
 	// An unreachable upstream: the transport error is logged and answered.
 	up, _ := UpstreamFor("claude", "")
-	direct.AnetTestRedirect(up.Addr(), "127.0.0.1:1")
+	dialer.AnetTestRedirect(up.Addr(), "127.0.0.1:1")
 	h.up.DropConnections()
 	record(h.do("POST", "/v1/messages", nil, `{"messages":[{"role":"user","content":"x"}]}`))
 	usage, _ := json.Marshal(h.proxy.Usage())

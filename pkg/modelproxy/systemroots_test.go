@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/modelproxy/modelproxytest"
 )
 
@@ -22,7 +22,7 @@ import (
 // so SSL_CERT_FILE can only be tested in a fresh one.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("ANET_MP_CHILD_UPSTREAM"); addr != "" {
-		direct.AnetTestRedirect("api.anthropic.com:443", addr)
+		dialer.AnetTestRedirect("api.anthropic.com:443", addr)
 		c := &http.Client{Transport: NewTransport(nil)}
 		resp, err := c.Post("https://api.anthropic.com/v1/messages/count_tokens", "application/json", strings.NewReader(`{}`))
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 )
 
@@ -32,7 +32,7 @@ func UpstreamFor(agent, apiBase string) (Upstream, error) { return upstream.For(
 func NewTransport(roots *x509.CertPool) *http.Transport {
 	return &http.Transport{
 		Proxy:                 nil,
-		DialContext:           direct.Dial,
+		DialContext:           dialer.Dial,
 		ForceAttemptHTTP2:     true,
 		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 		TLSHandshakeTimeout:   15 * time.Second,

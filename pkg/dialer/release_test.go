@@ -1,4 +1,4 @@
-package direct
+package dialer
 
 import (
 	"os/exec"
@@ -18,7 +18,7 @@ func TestRedirectHookOnlyInTestBuilds(t *testing.T) {
 		if tags != "" {
 			args = append(args, "-tags", tags)
 		}
-		out, err := exec.Command(goBin, append(args, "anet.dev/anet/pkg/egress/direct")...).CombinedOutput()
+		out, err := exec.Command(goBin, append(args, "anet.dev/anet/pkg/dialer")...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list (tags %q): %v\n%s", tags, err, out)
 		}

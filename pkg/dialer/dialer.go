@@ -1,8 +1,8 @@
-// Package direct is the one dialer of anet-egress that reaches the internet: model upstreams
+// Package dialer is the one dialer of anet-egress that reaches the internet: model upstreams
 // (pkg/modelproxy) and verified CONNECT targets (pkg/egress) are dialed here, never through a
-// proxy (H7). It is its own package so that the model proxy links this and not the CONNECT
-// egress's rules and state.
-package direct
+// proxy (H7). It links the standard library alone and sits below both, so that the model
+// proxy links this and not the CONNECT egress's rules and state.
+package dialer
 
 import (
 	"context"

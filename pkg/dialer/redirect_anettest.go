@@ -1,6 +1,6 @@
 //go:build anettest
 
-package direct
+package dialer
 
 import (
 	"os"

@@ -1,5 +1,5 @@
 //go:build !anettest
 
-package direct
+package dialer
 
 func redirect(network, addr string) (string, string) { return network, addr }
