@@ -11,10 +11,10 @@ import (
 	"anet.dev/anet/internal/testkit"
 )
 
-// openAIFake plays api.openai.com's Responses API over real TLS (the modelproxytest CA) and
-// HTTP/2 and streams the answer as server-sent events, which modelproxytest's Upstream does
+// openAIFake plays api.openai.com's Responses API over real TLS (the stand-in's CA) and
+// HTTP/2 and streams the answer as server-sent events, which standin's Upstream does
 // not do for OpenAI. Like the real API it answers 404 for an unknown model and 401 for a
-// wrong key; like modelproxytest it records every request and notes every broken rule.
+// wrong key; like standin it records every request and notes every broken rule.
 type openAIFake struct {
 	fakeUpstream
 	key    string

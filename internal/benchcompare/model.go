@@ -26,7 +26,7 @@ import (
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/modelproxy"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 const (
@@ -57,7 +57,7 @@ func runModel(cfg config, rep *report) error {
 	if err != nil {
 		return err
 	}
-	up := modelproxytest.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", pinnedModel)
+	up := standin.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", pinnedModel)
 	defer up.Close()
 	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
 	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")

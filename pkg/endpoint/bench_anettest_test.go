@@ -20,7 +20,7 @@ import (
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/modelproxy"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // The per-request cost of a run's endpoint in the set-up `make bench-compare` measures
@@ -39,7 +39,7 @@ const (
 
 type benchSetup struct {
 	ca  *testkit.CA
-	up  *modelproxytest.Upstream
+	up  *standin.Upstream
 	dir string
 	k   keys.Keys
 }
@@ -49,7 +49,7 @@ func newBenchSetup(b *testing.B) *benchSetup {
 	if err != nil {
 		b.Fatal(err)
 	}
-	up := modelproxytest.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", benchModel)
+	up := standin.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", benchModel)
 	b.Cleanup(up.Close)
 	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
 	b.Cleanup(func() { dialer.AnetTestRedirect("api.anthropic.com:443", "") })

@@ -15,7 +15,7 @@ import (
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/modelproxy"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -35,7 +35,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			logs := &modelproxytest.LogBuffer{}
+			logs := &standin.LogBuffer{}
 			key := testKey
 			k := loadKeys(t, "anthropic: "+key+"\nopenai: "+key+"\n")
 			e, err := Open(shortDir(t), Policy{RunID: "r-" + c.agent, Agent: c.agent}, k, nil,
@@ -44,7 +44,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 				t.Fatalf("Open: %v", err)
 			}
 			defer e.Close()
-			up := modelproxytest.NewUpstream(ca, key, e.Placeholder(), e.Model())
+			up := standin.NewUpstream(ca, key, e.Placeholder(), e.Model())
 			defer up.Close()
 			dialer.AnetTestRedirect(c.provider+":443", up.Addr())
 			defer dialer.AnetTestRedirect(c.provider+":443", "")
@@ -55,7 +55,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 			} else {
 				h.Set("Authorization", "Bearer "+e.Placeholder())
 			}
-			h.Set("Cookie", "c="+modelproxytest.AgentCred)
+			h.Set("Cookie", "c="+standin.AgentCred)
 			resp, body := call(t, unixClient(e.SocketPath()), "POST", c.path, h, c.body)
 			if resp.StatusCode != 200 || !strings.Contains(body, "hello") {
 				t.Fatalf("POST %s = %d %s, want 200 from the fake upstream", c.path, resp.StatusCode, body)
@@ -98,11 +98,11 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	defer e.Close()
-	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
+	up := standin.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
 	defer up.Close()
 	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
 	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
-	up.SetUsage(modelproxytest.Usage{Input: 2000, Output: 3000}) // 200 + 1500 = 1700 µ a stream
+	up.SetUsage(standin.Usage{Input: 2000, Output: 3000}) // 200 + 1500 = 1700 µ a stream
 
 	c := unixClient(e.SocketPath())
 	h := http.Header{"X-Api-Key": {e.Placeholder()}}
@@ -167,7 +167,7 @@ func TestFallbackExtrasNeverReachUpstreamE4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
+	up := standin.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
 	defer up.Close()
 	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
 	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
@@ -211,7 +211,7 @@ func TestRunsShareUpstreamConnectionsQ1(t *testing.T) {
 		}
 		return e
 	}
-	up := modelproxytest.NewUpstream(ca, testKey, "not-a-placeholder-of-these-runs", "claude-haiku-5-5")
+	up := standin.NewUpstream(ca, testKey, "not-a-placeholder-of-these-runs", "claude-haiku-5-5")
 	defer up.Close()
 	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
 	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
@@ -220,7 +220,7 @@ func TestRunsShareUpstreamConnectionsQ1(t *testing.T) {
 	a, b := open("run-a"), open("run-b")
 	send := func(e *Endpoint, run string) {
 		h := http.Header{"X-Api-Key": {e.Placeholder()}, "User-Agent": {"agent-of-" + run},
-			"Anthropic-Beta": {"prompt-caching-2024-07-31"}, "Cookie": {"c=" + run + "-" + modelproxytest.AgentCred}}
+			"Anthropic-Beta": {"prompt-caching-2024-07-31"}, "Cookie": {"c=" + run + "-" + standin.AgentCred}}
 		body := `{"model":"haiku","max_tokens":64,"messages":[{"role":"user","content":"from ` + run + `"}]}`
 		resp, got := call(t, unixClient(e.SocketPath()), "POST", "/v1/messages", h, body)
 		if resp.StatusCode != 200 {

@@ -16,7 +16,7 @@ import (
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 type harness struct {
@@ -25,8 +25,8 @@ type harness struct {
 	ph    string
 	proxy *Proxy
 	front *httptest.Server
-	up    *modelproxytest.Upstream
-	logs  *modelproxytest.LogBuffer
+	up    *standin.Upstream
+	logs  *standin.LogBuffer
 	// upRoots trusts the fake upstream's certificate.
 	upRoots *x509.CertPool
 }
@@ -51,7 +51,7 @@ func newHarness(t testing.TB, agent, model string, lim Limits, opts ...func(*Opt
 // service, with characters an encoder escapes).
 func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, key: key, ph: randHex(t, 32), logs: &modelproxytest.LogBuffer{}}
+	h := &harness{t: t, key: key, ph: randHex(t, 32), logs: &standin.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
 	up, _ := UpstreamFor(agent, "")
 	ca, err := testkit.NewCA(up.Host)
@@ -59,7 +59,7 @@ func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...f
 		t.Fatal(err)
 	}
 	h.upRoots = ca.Pool
-	h.up = modelproxytest.NewUpstream(ca, h.key, h.ph, e.Model())
+	h.up = standin.NewUpstream(ca, h.key, h.ph, e.Model())
 	t.Cleanup(func() {
 		h.up.Close()
 		for _, p := range h.up.Problems() {
@@ -95,11 +95,11 @@ func (h *harness) do(method, path string, hdrs http.Header, body string) (*http.
 		h.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+h.ph)
-	req.Header.Set("Cookie", "session="+modelproxytest.AgentCred)
-	req.Header.Set("Anthropic-Workspace-Id", modelproxytest.AgentCred)
-	req.Header.Set("OpenAI-Organization", modelproxytest.AgentCred)
-	req.Header.Set("Proxy-Authorization", "Basic "+modelproxytest.AgentCred)
-	req.Header.Set("X-Forwarded-For", modelproxytest.AgentCred)
+	req.Header.Set("Cookie", "session="+standin.AgentCred)
+	req.Header.Set("Anthropic-Workspace-Id", standin.AgentCred)
+	req.Header.Set("OpenAI-Organization", standin.AgentCred)
+	req.Header.Set("Proxy-Authorization", "Basic "+standin.AgentCred)
+	req.Header.Set("X-Forwarded-For", standin.AgentCred)
 	for k, vs := range hdrs {
 		req.Header.Del(k)
 		for _, v := range vs {

@@ -15,7 +15,7 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 )
 
@@ -68,7 +68,7 @@ func (h *harness) lastBodyLen() int64 {
 // K1: the cost of every API's answer, JSON and streamed, with and without usage and with
 // cache tokens, is the fake's usage × the pinned model's prices, to the micro-unit.
 func TestMeteredCostK1(t *testing.T) {
-	u := modelproxytest.Usage{Input: 12345, Output: 6789, CacheWrite: 2000, CacheRead: 50000, Reasoning: 789}
+	u := standin.Usage{Input: 12345, Output: 6789, CacheWrite: 2000, CacheRead: 50000, Reasoning: 789}
 	// Anthropic: input excludes the cache classes, which have their own prices:
 	// 12345×0.1 + 6789×0.5 + 2000×0.125 + 50000×0.01 = 1234.5 + 3394.5 + 250 + 500 = 5379.
 	anthropicCost := ceilDiv(12345*haikuIn+6789*haikuOut+2000*haikuCacheWrite+50000*haikuCacheRead, 1e6)
@@ -108,7 +108,7 @@ func TestMeteredCostK1(t *testing.T) {
 				t.Fatalf("reasoning tokens = %d, want 789", s.Tokens.Reasoning)
 			}
 			// Without usage (or with the stream cut before it): the estimate, counted.
-			for _, miss := range []modelproxytest.Usage{{Omit: true}, {Input: 1, Output: 1, Cut: true}} {
+			for _, miss := range []standin.Usage{{Omit: true}, {Input: 1, Output: 1, Cut: true}} {
 				if miss.Cut && !strings.Contains(c.body, `"stream":true`) {
 					continue
 				}
@@ -138,7 +138,7 @@ func TestMeteredCostK1(t *testing.T) {
 // client that asked gets it unchanged; both are metered.
 func TestChatStreamUsageChunkK1(t *testing.T) {
 	h := newHarness(t, "codex", "", Limits{})
-	h.up.SetUsage(modelproxytest.Usage{Input: 1000, Output: 2000})
+	h.up.SetUsage(standin.Usage{Input: 1000, Output: 2000})
 	want := ceilDiv(1000*lunaIn+2000*lunaOut, 1e6)
 	for _, c := range []struct {
 		name, options string
@@ -173,7 +173,7 @@ func TestMeterUnbilledK1(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, "claude", "", Limits{})
-			h.up.SetUsage(modelproxytest.Usage{Input: 1e6, Output: 1e6})
+			h.up.SetUsage(standin.Usage{Input: 1e6, Output: 1e6})
 			want := 200
 			if c.name == "error status" {
 				h.up.ForgetModels() // the fake answers 404 like the API for an unknown model
@@ -238,7 +238,7 @@ func TestSpendLimitEdgeK2(t *testing.T) {
 	used := ceilDiv(1000*haikuIn+50*haikuOut, 1e6) // the fake's usage: 125 µ
 	allowance := money.Micros(w8192)
 	h := newHarness(t, "claude", "", Limits{}, func(o *Options) { o.Allowance = &allowance })
-	h.up.SetUsage(modelproxytest.Usage{Input: 1000, Output: 50})
+	h.up.SetUsage(standin.Usage{Input: 1000, Output: 50})
 
 	if resp, b, s := h.sent("/v1/messages", body(8192), nil); resp.StatusCode != 200 || int64(s.Cost) != used {
 		t.Fatalf("request with worst case = allowance (%d µ): %d %s, charged %d, want 200 and %d", w8192, resp.StatusCode, b, s.Cost, used)

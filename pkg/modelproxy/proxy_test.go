@@ -13,7 +13,7 @@ import (
 
 	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -25,7 +25,7 @@ var claudeCodeHeaders = http.Header{
 	"Anthropic-Beta":    {"claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24"},
 	"Accept-Encoding":   {"gzip, deflate, br, zstd"},
 	"Content-Type":      {"application/json"},
-	"X-Api-Key":         {modelproxytest.AgentCred},
+	"X-Api-Key":         {standin.AgentCred},
 }
 
 // E1, E2, E3, E7, E11: a Claude Code turn reaches the fake upstream with the operator's key,
@@ -151,7 +151,7 @@ func TestProxyRefusalShapesE9(t *testing.T) {
 // E6, E7 through the HTTP layer for Codex.
 func TestProxyCodexTurnE6(t *testing.T) {
 	h := newHarness(t, "codex", "", Limits{})
-	hdr := http.Header{"Chatgpt-Account-Id": {modelproxytest.AgentCred}, "Openai-Project": {modelproxytest.AgentCred}, "X-Codex-Window-Id": {"w"}}
+	hdr := http.Header{"Chatgpt-Account-Id": {standin.AgentCred}, "Openai-Project": {standin.AgentCred}, "X-Codex-Window-Id": {"w"}}
 	for _, c := range []struct{ path, body string }{
 		{"/v1/responses", `{"model":"gpt-6","store":false,"stream":false,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"hi"}],"prompt_cache_key":"k"}`},
 		{"/v1/responses/compact", `{"model":"gpt-6","input":[{"role":"user","content":"hi"}]}`},

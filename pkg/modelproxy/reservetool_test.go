@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 )
 
@@ -22,7 +22,7 @@ func TestSpendLimitCountsToolLengthK2(t *testing.T) {
 	answerOnly := ceilDiv(ceilDiv(int64(len(d.Body)), 3)*haikuCacheWrite+100*haikuOut, 1e6)
 	allowance := money.Micros(answerOnly)
 	h := newHarness(t, "claude", "", Limits{}, func(o *Options) { o.Allowance = &allowance })
-	h.up.SetUsage(modelproxytest.Usage{Input: 1, Output: 1})
+	h.up.SetUsage(standin.Usage{Input: 1, Output: 1})
 	resp, b, _ := h.sent("/v1/messages", withTool, nil)
 	if resp.StatusCode != 400 || resp.Header.Get("X-Anet-Reason") != string(SpendLimit) || !strings.Contains(b, "5100 output tokens") {
 		t.Fatalf("request with a 5000-token tool, allowance %s for 100 tokens: %d %s, want 400 spend_limit naming 5100 output tokens", allowance, resp.StatusCode, b)

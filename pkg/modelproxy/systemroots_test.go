@@ -14,7 +14,7 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // TestMain re-executes the test binary as a child that calls the upstream through
@@ -43,7 +43,7 @@ func TestSystemRootsAndNoProxyE11H7(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := modelproxytest.NewUpstream(ca, "k", "ph", "claude-haiku-5-5")
+	up := standin.NewUpstream(ca, "k", "ph", "claude-haiku-5-5")
 	defer up.Close()
 	pem := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(pem, ca.PEM, 0o600); err != nil {

@@ -13,7 +13,7 @@ import (
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/autoreply/completion"
 	"anet.dev/anet/pkg/dialer"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -34,7 +34,7 @@ func TestCompleteThroughProxy(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			key := "sk-complete-" + c.name[:3] + "-7d1e"
-			up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", c.pinned)
+			up := standin.NewUpstream(ca, key, "no-placeholder-expected", c.pinned)
 			defer up.Close()
 			dialer.AnetTestRedirect(c.host, up.Addr())
 			defer dialer.AnetTestRedirect(c.host, "")
@@ -74,9 +74,9 @@ func TestCompleteMeteredK1K2(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = "sk-complete-metered-3c9a"
-	up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", "gpt-6-luna")
+	up := standin.NewUpstream(ca, key, "no-placeholder-expected", "gpt-6-luna")
 	defer up.Close()
-	up.SetUsage(modelproxytest.Usage{Input: 1000, CacheRead: 500, Output: 2000, Reasoning: 300})
+	up.SetUsage(standin.Usage{Input: 1000, CacheRead: 500, Output: 2000, Reasoning: 300})
 	dialer.AnetTestRedirect("api.openai.com:443", up.Addr())
 	defer dialer.AnetTestRedirect("api.openai.com:443", "")
 	s := testServer(t, "openai: "+key+"\n")

@@ -1,4 +1,4 @@
-package modelproxytest
+package standin
 
 import (
 	"encoding/json"

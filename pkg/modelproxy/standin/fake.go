@@ -1,8 +1,9 @@
-// Package modelproxytest holds a fake model upstream that behaves like api.anthropic.com and
+// Package standin is a stand-in model service: it behaves like api.anthropic.com and
 // api.openai.com where a proxy's rewrite could go wrong, served behind internal/testkit's
-// throw-away CA. Tests and the self-test use it; it never touches the network beyond its own
-// loopback listener.
-package modelproxytest
+// throw-away CA. The endpoint's self-test battery (pkg/endpoint/selftest, shipped in
+// anet-egress) runs against it, and so do the tests; it never touches the network beyond its
+// own loopback listener.
+package standin
 
 import (
 	"bytes"
