@@ -26,7 +26,9 @@ import (
 	"anet.dev/anet/pkg/endpoint/runpolicy"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/secret"
 )
 
 // SocketName is the endpoint socket's default name inside the run directory.
@@ -94,23 +96,23 @@ type Endpoint struct {
 
 // resolve is what an endpoint for p needs before it listens: the upstream (E10), its key,
 // and the rule engine with the pinned model (E2).
-func resolve(p Policy, k keys.Keys, cat *modelproxy.Catalog) (modelproxy.Upstream, keys.Secret, *modelproxy.Engine, error) {
-	up, err := modelproxy.UpstreamFor(p.Agent, p.APIBase)
+func resolve(p Policy, k keys.Keys, cat *modelproxy.Catalog) (upstream.Upstream, secret.Value, *modelproxy.Engine, error) {
+	up, err := upstream.For(p.Agent, p.APIBase)
 	if err != nil {
-		return up, keys.Secret{}, nil, err
+		return up, secret.Value{}, nil, err
 	}
 	key, ok := k.Get(up.KeyProvider)
 	if !ok {
-		return up, keys.Secret{}, nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
+		return up, secret.Value{}, nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
 	}
 	if cat == nil {
 		if cat, err = modelproxy.Builtin(); err != nil {
-			return up, keys.Secret{}, nil, err
+			return up, secret.Value{}, nil, err
 		}
 	}
 	eng, err := modelproxy.NewEngine(up, p.Model, cat)
 	if err != nil {
-		return up, keys.Secret{}, nil, err
+		return up, secret.Value{}, nil, err
 	}
 	return up, key, eng, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -13,7 +14,7 @@ func TestCodesRegisteredE9(t *testing.T) {
 	for _, c := range []reasons.Code{EndpointNotAllowed, PlaceholderMissing, BodyEncoded, BodyNotJSON,
 		BodyNotObject, BodyTooLarge, RequestLimit, RequestDataLimit, ServerToolRefused, BlockRefused,
 		MCPServersRefused, ContainerRefused, MediaRefused, StorageRefused, FieldNotAllowed, FieldInvalid,
-		PrefillRefused, HeaderInvalid, UpstreamFailed, APIBaseRefused, APIBaseInvalid} {
+		PrefillRefused, HeaderInvalid, UpstreamFailed, upstream.APIBaseRefused, upstream.APIBaseInvalid} {
 		e, ok := reasons.Lookup(c)
 		if !ok || e.Text == "" || e.Requirement == "" {
 			t.Errorf("reasons.Lookup(%s) = %+v, %v, want a registered entry with text and requirement", c, e, ok)

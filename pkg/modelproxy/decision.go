@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -26,12 +27,12 @@ const (
 )
 
 // Family returns the wire shape of a.
-func (a API) Family() Family {
+func (a API) Family() upstream.Family {
 	switch a {
 	case AnthropicMessages, AnthropicCountTokens, AnthropicModels:
-		return FamilyAnthropic
+		return upstream.FamilyAnthropic
 	}
-	return FamilyOpenAI
+	return upstream.FamilyOpenAI
 }
 
 // Local reports whether a is answered by the node without calling the upstream.
@@ -82,9 +83,9 @@ type Decision struct {
 }
 
 // ErrorBody renders r in the upstream API's error shape.
-func ErrorBody(f Family, r *Refusal) []byte {
+func ErrorBody(f upstream.Family, r *Refusal) []byte {
 	var v any
-	if f == FamilyAnthropic {
+	if f == upstream.FamilyAnthropic {
 		v = map[string]any{"type": "error", "error": map[string]any{"type": anthropicErrorType(r.Status), "message": r.Message()}}
 	} else {
 		v = map[string]any{"error": map[string]any{"message": r.Message(), "type": "invalid_request_error", "code": string(r.Code), "param": nil}}

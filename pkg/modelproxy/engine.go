@@ -9,13 +9,14 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
 // Engine is the pure rule engine of one run: request bytes and headers in, a Decision out.
 // It holds no key and does no I/O, so it is table-tested apart from the HTTP layer.
 type Engine struct {
-	up     Upstream
+	up     upstream.Upstream
 	pinned Pinned
 	cap    int64
 	// capNum and pinnedQ are cap as a JSON number and the pinned id quoted (%q), made once:
@@ -26,7 +27,7 @@ type Engine struct {
 
 // NewEngine builds the engine for up, pinning every request to configured (an id or alias,
 // or empty for the provider's cheapest model, E2).
-func NewEngine(up Upstream, configured string, cat *Catalog) (*Engine, error) {
+func NewEngine(up upstream.Upstream, configured string, cat *Catalog) (*Engine, error) {
 	p, err := cat.Resolve(up.CatalogProvider, configured)
 	if err != nil {
 		return nil, fmt.Errorf("model engine for %s: %w", up.Agent, err)
@@ -42,14 +43,14 @@ func NewEngine(up Upstream, configured string, cat *Catalog) (*Engine, error) {
 func (e *Engine) Model() string { return e.pinned.ID }
 
 // FamilyFor guesses the wire shape of a request for its error answer, before it is routed.
-func (e *Engine) FamilyFor(path string, h http.Header) Family {
+func (e *Engine) FamilyFor(path string, h http.Header) upstream.Family {
 	if len(e.up.Families) == 1 {
 		return e.up.Families[0]
 	}
 	if strings.HasPrefix(path, "/v1/messages") || h.Get("anthropic-version") != "" {
-		return FamilyAnthropic
+		return upstream.FamilyAnthropic
 	}
-	return FamilyOpenAI
+	return upstream.FamilyOpenAI
 }
 
 // Route maps method and path to an allowed API: an allow-list of method+path, never of
@@ -78,7 +79,7 @@ func (e *Engine) Route(method, path string, h http.Header) (API, *Refusal) {
 		api = OpenAIChat
 	case method == http.MethodGet && path == "/v1/models":
 		api = OpenAIModels
-		if e.FamilyFor(path, h) == FamilyAnthropic {
+		if e.FamilyFor(path, h) == upstream.FamilyAnthropic {
 			api = AnthropicModels
 		}
 	default:
@@ -107,7 +108,7 @@ func (e *Engine) UpstreamPath(api API, rawQuery string) (string, string) {
 		p = "/chat/completions"
 	}
 	q := ""
-	if api.Family() == FamilyAnthropic && rawQuery == "beta=true" {
+	if api.Family() == upstream.FamilyAnthropic && rawQuery == "beta=true" {
 		q = rawQuery
 	}
 	return e.up.BasePath + p, q
@@ -128,7 +129,7 @@ func (e *Engine) Apply(api API, h http.Header, body []byte) Decision {
 	var n notes
 	var hdr http.Header
 	switch api.Family() {
-	case FamilyAnthropic:
+	case upstream.FamilyAnthropic:
 		var betas map[string]bool
 		hdr, betas, r = e.anthropicHeaders(h, &n)
 		if r == nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -15,9 +16,9 @@ func mustEngine(t testing.TB, agent, apiBase, model string) *Engine {
 	if err != nil {
 		t.Fatalf("LoadCatalog: %v", err)
 	}
-	up, err := UpstreamFor(agent, apiBase)
+	up, err := upstream.For(agent, apiBase)
 	if err != nil {
-		t.Fatalf("UpstreamFor(%q, %q): %v", agent, apiBase, err)
+		t.Fatalf("upstream.For(%q, %q): %v", agent, apiBase, err)
 	}
 	e, err := NewEngine(up, model, cat)
 	if err != nil {

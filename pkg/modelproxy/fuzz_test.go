@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/modelproxy/upstream"
 )
 
 // fuzzEngines are the engines and APIs the rewrite target draws from with its first byte.
@@ -71,7 +73,7 @@ func FuzzRewrite(f *testing.F) {
 		if err := lengthRules(e, api, o, d.MaxOutput); err != nil {
 			t.Fatalf("Apply(%q): %v: %s", body, err, d.Body)
 		}
-		if api.Family() == FamilyOpenAI && o["store"] != false {
+		if api.Family() == upstream.FamilyOpenAI && o["store"] != false {
 			t.Fatalf("Apply(%q) store = %v, want false", body, o["store"])
 		}
 		for _, k := range []string{"mcp_servers", "container", "previous_response_id", "background", "conversation", "prompt"} {

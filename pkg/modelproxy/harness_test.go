@@ -15,8 +15,9 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
-	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/standin"
+	"anet.dev/anet/pkg/modelproxy/upstream"
+	"anet.dev/anet/pkg/secret"
 )
 
 type harness struct {
@@ -53,7 +54,7 @@ func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...f
 	t.Helper()
 	h := &harness{t: t, key: key, ph: randHex(t, 32), logs: &standin.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
-	up, _ := UpstreamFor(agent, "")
+	up, _ := upstream.For(agent, "")
 	ca, err := testkit.NewCA(up.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...f
 	dialer.AnetTestRedirect(up.Addr(), h.up.Addr())
 	t.Cleanup(func() { dialer.AnetTestRedirect(up.Addr(), "") })
 	o := Options{
-		Placeholder: h.ph, Key: keys.NewSecret(h.key), Limits: lim, RootCAs: ca.Pool,
+		Placeholder: h.ph, Key: secret.New(h.key), Limits: lim, RootCAs: ca.Pool,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, f := range opts {

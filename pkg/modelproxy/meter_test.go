@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/standin"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/secret"
 )
 
 // The built-in prices (models.yaml) the tests meter at, in micro-units per million tokens.
@@ -344,18 +345,18 @@ func TestSpendLimitConcurrentK2(t *testing.T) {
 // K1, K2: a run with an allowance needs prices; without an allowance an unpriced model is
 // metered in tokens only.
 func TestAllowanceNeedsPricesK1(t *testing.T) {
-	up, _ := UpstreamFor("opencode", "https://llm.example/v1")
+	up, _ := upstream.For("opencode", "https://llm.example/v1")
 	cat, _ := LoadCatalog("")
 	e, err := NewEngine(up, "local-model", cat)
 	if err != nil {
 		t.Fatal(err)
 	}
 	zero := money.Micros(0)
-	_, err = New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: keys.NewSecret("k"), Allowance: &zero})
+	_, err = New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: secret.New("k"), Allowance: &zero})
 	if err == nil || !strings.Contains(err.Error(), string(ModelUnpriced)) {
 		t.Fatalf("New(unpriced model, allowance) = %v, want %s", err, ModelUnpriced)
 	}
-	if _, err := New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: keys.NewSecret("k")}); err != nil {
+	if _, err := New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: secret.New("k")}); err != nil {
 		t.Fatalf("New(unpriced model, no allowance) = %v, want a proxy", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -30,7 +31,7 @@ func TestCatalogOverrideE2(t *testing.T) {
 				t.Errorf("Resolve(%q) = %q, %v, want %q", in, got.ID, err, want)
 			}
 		}
-		up, _ := UpstreamFor("claude", "")
+		up, _ := upstream.For("claude", "")
 		e, err := NewEngine(up, "", c)
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +80,7 @@ func TestCatalogOverrideE2(t *testing.T) {
 		if err != nil {
 			t.Fatalf("LoadCatalog: %v", err)
 		}
-		up, _ := UpstreamFor("hermes", "https://llm.example/v1")
+		up, _ := upstream.For("hermes", "https://llm.example/v1")
 		e, err := NewEngine(up, "local-1", c)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/modelproxy/upstream"
 )
 
 const respInput = `"input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]}]`
@@ -188,15 +190,15 @@ func TestUpstreamForE10(t *testing.T) {
 		{"nope", "", "", "agent_unsupported"},
 	} {
 		t.Run(c.agent+" "+c.base, func(t *testing.T) {
-			u, err := UpstreamFor(c.agent, c.base)
+			u, err := upstream.For(c.agent, c.base)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("UpstreamFor(%q, %q) = %v, want %s", c.agent, c.base, err, c.wantErr)
+					t.Fatalf("upstream.For(%q, %q) = %v, want %s", c.agent, c.base, err, c.wantErr)
 				}
 				return
 			}
 			if err != nil || u.Host != c.wantHost {
-				t.Fatalf("UpstreamFor(%q, %q) = %q, %v, want %q", c.agent, c.base, u.Host, err, c.wantHost)
+				t.Fatalf("upstream.For(%q, %q) = %q, %v, want %q", c.agent, c.base, u.Host, err, c.wantHost)
 			}
 		})
 	}

@@ -26,9 +26,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/secret"
 )
 
 // Options configure a Proxy. Zero values are safe defaults.
@@ -36,7 +37,7 @@ type Options struct {
 	// Placeholder is the run's token the agent must send; required.
 	Placeholder string
 	// Key is the operator's key for the upstream; required. Only Rewrite reveals it.
-	Key keys.Secret
+	Key secret.Value
 	// Limits default to R1's figures for each zero field.
 	Limits Limits
 	// Allowance is the run's spending allowance in micro-units (K2); nil means none (the
@@ -54,9 +55,9 @@ type Options struct {
 // Proxy is one run's model proxy; an http.Handler for the /v1/ paths of the endpoint.
 type Proxy struct {
 	eng    *Engine
-	up     Upstream
+	up     upstream.Upstream
 	ph     []byte
-	key    keys.Secret
+	key    secret.Value
 	limits Limits
 	log    *slog.Logger
 	rp     *httputil.ReverseProxy
@@ -90,7 +91,7 @@ type reqState struct {
 }
 
 // New builds the proxy for one run.
-func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
+func New(e *Engine, up upstream.Upstream, o Options) (*Proxy, error) {
 	if len(o.Placeholder) < 32 {
 		return nil, errors.New("model proxy: placeholder must be at least 32 characters")
 	}
@@ -360,7 +361,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	// The engine built this header set for this request alone; the decision lets go of it,
 	// so that nothing but the outbound request ever holds the key.
 	pr.Out.Header, st.d.Header = st.d.Header, nil
-	if st.d.API.Family() == FamilyAnthropic {
+	if st.d.API.Family() == upstream.FamilyAnthropic {
 		pr.Out.Header.Set("X-Api-Key", p.key.Reveal())
 	} else {
 		pr.Out.Header.Set("Authorization", "Bearer "+p.key.Reveal())
@@ -417,7 +418,7 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	writeRefusal(w, st.d.API.Family(), &Refusal{Code: code, Status: http.StatusBadGateway})
 }
 
-func writeRefusal(w http.ResponseWriter, f Family, r *Refusal) {
+func writeRefusal(w http.ResponseWriter, f upstream.Family, r *Refusal) {
 	b := ErrorBody(f, r)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))

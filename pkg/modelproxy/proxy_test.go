@@ -12,9 +12,10 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/dialer"
-	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy/standin"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/secret"
 )
 
 // claudeCodeBody is what claude 2.1.328 -p sends (as the pinned CLI was seen sending it).
@@ -322,12 +323,12 @@ func TestProxyKeyNeverLeaks(t *testing.T) {
 	record(h.do("POST", "/v1/files", nil, `{}`))
 	record(h.do("POST", "/v1/messages", http.Header{"Authorization": {"Bearer " + h.key}}, `{}`))
 	// An unreachable upstream: the transport error is logged and answered.
-	up, _ := UpstreamFor("claude", "")
+	up, _ := upstream.For("claude", "")
 	dialer.AnetTestRedirect(up.Addr(), "127.0.0.1:1")
 	h.up.DropConnections()
 	record(h.do("POST", "/v1/messages", nil, `{"messages":[{"role":"user","content":"x"}]}`))
 	usage, _ := json.Marshal(h.proxy.Usage())
-	_, err := New(h.proxy.Engine(), up, Options{Placeholder: "short", Key: keys.NewSecret(h.key)})
+	_, err := New(h.proxy.Engine(), up, Options{Placeholder: "short", Key: secret.New(h.key)})
 	errText := fmt.Sprint(err)
 	for name, s := range map[string]string{"log": h.logs.String(), "answers": answers.String(), "usage": string(usage), "error": errText} {
 		if strings.Contains(s, h.key) {

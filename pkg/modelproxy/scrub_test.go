@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -125,7 +126,7 @@ func TestKeyScrubOwnRefusalE1(t *testing.T) {
 	k, _ := newKeyScrub(key, "up.example", slog.New(slog.DiscardHandler))
 	rec := httptest.NewRecorder()
 	cw := &countingWriter{ResponseWriter: rec, total: new(atomic.Int64), scrub: k}
-	writeRefusal(cw, FamilyAnthropic, &Refusal{Code: UpstreamFailed, Status: http.StatusBadGateway, Detail: "upstream said " + key})
+	writeRefusal(cw, upstream.FamilyAnthropic, &Refusal{Code: UpstreamFailed, Status: http.StatusBadGateway, Detail: "upstream said " + key})
 	cw.end()
 	if strings.Contains(rec.Body.String(), key) || !strings.Contains(rec.Body.String(), string(k.marker)) {
 		t.Fatalf("refusal body %q", rec.Body.String())

@@ -7,24 +7,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/dialer"
-	"anet.dev/anet/pkg/modelproxy/upstream"
 )
-
-// Upstream and Family are defined in pkg/modelproxy/upstream (keys-free, for the daemon).
-type (
-	Upstream = upstream.Upstream
-	Family   = upstream.Family
-)
-
-const (
-	FamilyAnthropic = upstream.FamilyAnthropic
-	FamilyOpenAI    = upstream.FamilyOpenAI
-	APIBaseRefused  = upstream.APIBaseRefused
-	APIBaseInvalid  = upstream.APIBaseInvalid
-)
-
-// UpstreamFor returns the upstream of agent (E10); see upstream.For.
-func UpstreamFor(agent, apiBase string) (Upstream, error) { return upstream.For(agent, apiBase) }
 
 // NewTransport returns the transport for model upstreams: TLS verified against roots (nil:
 // the system store, which honours SSL_CERT_FILE — E11), HTTP/2 where the server offers it, no

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
 )
 
@@ -81,7 +82,7 @@ func reasoningOf(d *tokenDetails) *int64 { return d.Reasoning }
 // replaces the one before, and the usage is final with message_delta once the input is known.
 // OpenAI reports once, complete; cached input is billed at the cache-read price.
 func (u *usageState) take(api API, w *wireUsage, final bool) {
-	if api.Family() == FamilyAnthropic {
+	if api.Family() == upstream.FamilyAnthropic {
 		for _, f := range []struct {
 			v   *int64
 			dst *int64
@@ -123,7 +124,7 @@ func (u *usageState) event(api API, data []byte, strip bool) (drop bool) {
 		return false
 	}
 	switch {
-	case api.Family() == FamilyAnthropic:
+	case api.Family() == upstream.FamilyAnthropic:
 		var ev struct {
 			Type    string `json:"type"`
 			Message *struct {
