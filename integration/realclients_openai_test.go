@@ -22,10 +22,10 @@ type openAIFake struct {
 	answer string
 }
 
-// openAIModels are the ids the fake knows (pkg/modelproxy/models.yaml).
+// openAIModels are the ids the fake knows (pkg/modelproxy/rules/models.yaml).
 var openAIModels = map[string]bool{"gpt-6": true, "gpt-6-mini": true, "gpt-6-luna": true}
 
-// openAIClientTools are the client-run Responses tool types (pkg/modelproxy/openai.go);
+// openAIClientTools are the client-run Responses tool types (pkg/modelproxy/rules/openai.go);
 // shell counts only with a local environment, tool_search only with client execution, and a
 // namespace by its members. Anything else is a hosted tool the node must have refused (E4).
 var openAIClientTools = map[string]bool{

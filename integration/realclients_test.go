@@ -28,7 +28,7 @@ const (
 	codexAnswer  = "ANET-REAL-CODEX-OK 2e9b"
 )
 
-// allowedBetasE7 is the node's fixed anthropic-beta list (pkg/modelproxy/headers.go): nothing
+// allowedBetasE7 is the node's fixed anthropic-beta list (pkg/modelproxy/rules/headers.go): nothing
 // else may reach the upstream.
 var allowedBetasE7 = map[string]bool{
 	"claude-code-20250219": true, "interleaved-thinking-2025-05-14": true, "context-management-2025-06-27": true,

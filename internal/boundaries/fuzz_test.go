@@ -13,18 +13,21 @@ import (
 // least one native fuzz target (scripts/fuzz.sh runs them all in make test), so that a target
 // cannot be dropped without this test saying which package lost it.
 var readsForeignBytes = map[string]string{
-	"pkg/peer":             "a peer's frames and signed messages",
-	"pkg/canonical":        "the signed encoding every message is checked in",
-	"pkg/privsep":          "the helpers' socketpair framing",
-	"pkg/sandbox/vm":       "the guest link protocol and the initramfs writer",
-	"pkg/egress":           "an agent's ClientHello and CONNECT names",
-	"pkg/hostname":         "host names and their punycode",
-	"pkg/modelproxy":       "an agent's model requests and an upstream's answers",
-	"pkg/termsafe":         "peer and agent text shown on a terminal",
-	"pkg/config":           "the operator's YAML",
-	"pkg/sandbox/seatbelt": "Seatbelt profiles read by the checker",
-	"pkg/peeraddr":         "the peer addresses an operator types",
-	"pkg/agents":           "the version an agent's interpreter prints",
+	"pkg/peer":                "a peer's frames and signed messages",
+	"pkg/canonical":           "the signed encoding every message is checked in",
+	"pkg/privsep":             "the helpers' socketpair framing",
+	"pkg/sandbox/vm":          "the guest link protocol and the initramfs writer",
+	"pkg/egress":              "an agent's ClientHello and CONNECT names",
+	"pkg/hostname":            "host names and their punycode",
+	"pkg/modelproxy":          "an upstream's answers, the key scrubbed from them",
+	"pkg/modelproxy/rules":    "an agent's model requests",
+	"pkg/modelproxy/jsontree": "an agent's request bodies, as JSON",
+	"pkg/modelproxy/metering": "an upstream's answers, read for their usage",
+	"pkg/termsafe":            "peer and agent text shown on a terminal",
+	"pkg/config":              "the operator's YAML",
+	"pkg/sandbox/seatbelt":    "Seatbelt profiles read by the checker",
+	"pkg/peeraddr":            "the peer addresses an operator types",
+	"pkg/agents":              "the version an agent's interpreter prints",
 }
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)`)

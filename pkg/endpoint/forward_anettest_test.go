@@ -14,7 +14,6 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
-	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
@@ -117,11 +116,11 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 		}
 		ok++
 	}
-	if !strings.Contains(last, "anet: "+reasons.Text(modelproxy.SpendLimit)) {
+	if !strings.Contains(last, "anet: "+reasons.Text(reasons.SpendLimit)) {
 		t.Fatalf("after %d streams the loop ended with %q, want spend_limit", ok, last)
 	}
 	u := e.Usage().Model
-	if u.Refusals[modelproxy.SpendLimit] != 1 || u.Spend.Cost > allowance || u.Spend.Responses != int64(ok) || ok < 4 {
+	if u.Refusals[reasons.SpendLimit] != 1 || u.Spend.Cost > allowance || u.Spend.Responses != int64(ok) || ok < 4 {
 		t.Fatalf("usage %+v after %d streams: want one spend_limit, spend within %s", u, ok, allowance)
 	}
 

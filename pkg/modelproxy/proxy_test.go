@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
@@ -115,11 +116,11 @@ func TestProxyRefusalShapesE9(t *testing.T) {
 		etype  string
 	}{
 		{"no placeholder", "POST", "/v1/messages", http.Header{"Authorization": {"Bearer wrong"}}, `{}`, 401, PlaceholderMissing, "authentication_error"},
-		{"placeholder in x-api-key ok but tool refused", "POST", "/v1/messages", http.Header{"Authorization": nil, "X-Api-Key": {h.ph}}, `{"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, 400, ServerToolRefused, "invalid_request_error"},
-		{"files endpoint", "POST", "/v1/files", nil, `{}`, 404, EndpointNotAllowed, "not_found_error"},
-		{"batches", "POST", "/v1/messages/batches", nil, `{"requests":[]}`, 404, EndpointNotAllowed, "not_found_error"},
-		{"encoded path", "POST", "/v1/%6dessages", nil, `{}`, 404, EndpointNotAllowed, "not_found_error"},
-		{"gzip body", "POST", "/v1/messages", http.Header{"Content-Encoding": {"gzip"}}, `{}`, 400, BodyEncoded, "invalid_request_error"},
+		{"placeholder in x-api-key ok but tool refused", "POST", "/v1/messages", http.Header{"Authorization": nil, "X-Api-Key": {h.ph}}, `{"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, 400, rules.ServerToolRefused, "invalid_request_error"},
+		{"files endpoint", "POST", "/v1/files", nil, `{}`, 404, rules.EndpointNotAllowed, "not_found_error"},
+		{"batches", "POST", "/v1/messages/batches", nil, `{"requests":[]}`, 404, rules.EndpointNotAllowed, "not_found_error"},
+		{"encoded path", "POST", "/v1/%6dessages", nil, `{}`, 404, rules.EndpointNotAllowed, "not_found_error"},
+		{"gzip body", "POST", "/v1/messages", http.Header{"Content-Encoding": {"gzip"}}, `{}`, 400, rules.BodyEncoded, "invalid_request_error"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := len(h.up.Requests())
@@ -144,8 +145,8 @@ func TestProxyRefusalShapesE9(t *testing.T) {
 		Error struct{ Message, Type, Code string }
 	}
 	json.Unmarshal(body, &e)
-	if resp.StatusCode != 400 || e.Error.Type != "invalid_request_error" || e.Error.Code != string(StorageRefused) || !strings.HasPrefix(e.Error.Message, "anet: "+reasons.Text(StorageRefused)) {
-		t.Fatalf("openai refusal = %d %s, want the OpenAI error shape with code %s", resp.StatusCode, body, StorageRefused)
+	if resp.StatusCode != 400 || e.Error.Type != "invalid_request_error" || e.Error.Code != string(rules.StorageRefused) || !strings.HasPrefix(e.Error.Message, "anet: "+reasons.Text(rules.StorageRefused)) {
+		t.Fatalf("openai refusal = %d %s, want the OpenAI error shape with code %s", resp.StatusCode, body, rules.StorageRefused)
 	}
 }
 

@@ -1,14 +1,12 @@
-package modelproxy
+package rules
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
+	"anet.dev/anet/pkg/modelproxy/jsontree"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -56,7 +54,8 @@ func (r *Refusal) Message() string {
 
 func (r *Refusal) Error() string { return string(r.Code) + ": " + r.Message() }
 
-func refuse(code reasons.Code, format string, args ...any) *Refusal {
+// Refuse is the refusal of a request with code, its detail written by format and clipped.
+func Refuse(code reasons.Code, format string, args ...any) *Refusal {
 	d := fmt.Sprintf(format, args...)
 	if len(d) > 160 {
 		d = d[:160] + "…"
@@ -108,72 +107,20 @@ func anthropicErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-// object is a decoded JSON object; numbers stay json.Number so that re-encoding keeps them.
-type object = map[string]any
+// object is the codec's tree object, named short: the rules handle nothing else.
+type object = jsontree.Object
 
-// decodeObject parses body as exactly one JSON object (E8).
-func decodeObject(body []byte) (object, *Refusal) {
-	if o, ok := fastDecode(body); ok {
-		return o, nil
-	}
-	// Not a plain well-formed object to the fast parser: encoding/json decides, and names
-	// what is wrong.
-	return decodeObjectStd(body)
-}
-
-// decodeObjectStd is decodeObject by encoding/json alone.
-func decodeObjectStd(body []byte) (object, *Refusal) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, refuse(BodyNotJSON, "%s", jsonErr(err))
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, refuse(BodyNotJSON, "data after the JSON value")
-	}
-	o, ok := v.(object)
-	if !ok {
-		return nil, refuse(BodyNotObject, "got %s", jsonKind(v))
+// decodeBody parses body as exactly one JSON object (E8), or names what is wrong with it.
+func decodeBody(body []byte) (object, *Refusal) {
+	o, err := jsontree.Decode(body)
+	if err != nil {
+		code := BodyNotJSON
+		if err.NotObject {
+			code = BodyNotObject
+		}
+		return nil, Refuse(code, "%s", err.Detail)
 	}
 	return o, nil
-}
-
-func jsonErr(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("syntax error at byte %d", se.Offset)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "empty or truncated body"
-	}
-	return "invalid JSON"
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	}
-	return "an object"
-}
-
-// intField reads an integer field; ok is false for a non-integer value.
-func intField(v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, false
-	}
-	i, err := n.Int64()
-	return i, err == nil
 }
 
 // notes collects normalisations.
@@ -203,9 +150,9 @@ func (e *Engine) capTokens(o object, key, path string, setMissing bool, n *notes
 		}
 		return nil
 	}
-	i, ok := intField(v)
+	i, ok := jsontree.Int(v)
 	if !ok || i < 1 {
-		return refuse(FieldInvalid, "%s must be a positive integer", path)
+		return Refuse(FieldInvalid, "%s must be a positive integer", path)
 	}
 	if i > e.cap {
 		o[key] = e.capNum
@@ -244,11 +191,11 @@ func contentParts(v any, path string, allowed map[string]bool, rule func(typ str
 		for j, p := range c {
 			po, ok := p.(object)
 			if !ok {
-				return refuse(FieldInvalid, "%s must be an object", indexPath(path, j))
+				return Refuse(FieldInvalid, "%s must be an object", indexPath(path, j))
 			}
 			typ, _ := po["type"].(string)
 			if !allowed[typ] {
-				return refuse(BlockRefused, "%s.type %q", indexPath(path, j), reasons.Clip(typ, 60))
+				return Refuse(BlockRefused, "%s.type %q", indexPath(path, j), reasons.Clip(typ, 60))
 			}
 			if r := rule(typ, po, path, j); r != nil {
 				return r
@@ -256,7 +203,7 @@ func contentParts(v any, path string, allowed map[string]bool, rule func(typ str
 		}
 		return nil
 	}
-	return refuse(FieldInvalid, "%s must be a string or an array", path)
+	return Refuse(FieldInvalid, "%s must be a string or an array", path)
 }
 
 // plainContent reports whether a content value is absent or a string: nothing in it to check,

@@ -1,4 +1,4 @@
-package modelproxy
+package rules
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"anet.dev/anet/pkg/modelproxy/jsontree"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -21,7 +22,7 @@ func TestNotesPinnedAndCappedE2E3(t *testing.T) {
 	for _, model := range []string{"claude-opus-5-5", `a"b`, `a\b`, "tab\there", "del\x7f", "é", "\xff", "",
 		"a-name-longer-than-sixty-characters-that-the-note-clips-to-its-first-sixty-and-then-some"} {
 		for _, max := range []int64{8193, 128000, 99999999} {
-			body, _ := encodeObject(object{"model": model, "max_tokens": json64(max), "messages": []any{}}, 0)
+			body, _ := jsontree.Encode(object{"model": model, "max_tokens": json64(max), "messages": []any{}}, 0)
 			d := e.Apply(AnthropicMessages, h, body)
 			if d.Refusal != nil {
 				t.Fatalf("model %q: %v", model, d.Refusal)

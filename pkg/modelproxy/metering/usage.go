@@ -1,14 +1,18 @@
-package modelproxy
+// Package metering reads what each model answer used as it passes to the agent (K1) and holds
+// a run's spend to its allowance (K2): the worst case of every request reserved before it
+// leaves, settled on the answer's reported usage when it ends. It sees the agent's side of an
+// answer only, redacted, and never a key.
+package metering
 
 import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
-	"unicode/utf8"
 
+	"anet.dev/anet/pkg/modelproxy/jsontree"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
 )
@@ -17,8 +21,8 @@ import (
 // in it. A larger one passes through unread, and its response is charged the estimate.
 const maxUsageData = 4 << 20
 
-// usageState is what one forwarded request's response reported, filled in as it passes.
-type usageState struct {
+// Answer is what one forwarded request's response reported, filled in as it passes.
+type Answer struct {
 	// sent: the transport had a connection for the request (httptrace), so it may have
 	// reached the upstream and may be billed.
 	sent atomic.Bool
@@ -29,11 +33,18 @@ type usageState struct {
 	final  bool
 }
 
-// outcome: an error status is not billed; a request that reached the upstream and got a
+// MarkSent records that the transport had a connection for the request: from then on it may
+// have reached the upstream, and may be billed. Safe to call from the transport's goroutine.
+func (u *Answer) MarkSent() { u.sent.Store(true) }
+
+// SetStatus records the upstream's answer.
+func (u *Answer) SetStatus(status int) { u.status = status }
+
+// Outcome: an error status is not billed; a request that reached the upstream and got a
 // success, or no answer at all (the agent hung up, the connection broke), is.
-func (u *usageState) outcome() outcome {
+func (u *Answer) Outcome() Outcome {
 	billed := u.sent.Load() && (u.status == 0 || u.status/100 == 2)
-	return outcome{billed: billed, final: u.final, tokens: u.tokens}
+	return Outcome{billed: billed, final: u.final, tokens: u.tokens}
 }
 
 // wireUsage is the usage object of the three APIs; absent fields stay nil.
@@ -81,7 +92,7 @@ func reasoningOf(d *tokenDetails) *int64 { return d.Reasoning }
 // message_delta the final output and, lately, the final input too): each field present
 // replaces the one before, and the usage is final with message_delta once the input is known.
 // OpenAI reports once, complete; cached input is billed at the cache-read price.
-func (u *usageState) take(api API, w *wireUsage, final bool) {
+func (u *Answer) take(api rules.API, w *wireUsage, final bool) {
 	if api.Family() == upstream.FamilyAnthropic {
 		for _, f := range []struct {
 			v   *int64
@@ -101,7 +112,7 @@ func (u *usageState) take(api API, w *wireUsage, final bool) {
 	in, okIn := val(w.InputTokens)
 	out, okOut := val(w.OutputTokens)
 	inD, outD := w.InputDetails, w.OutputDetails
-	if api == OpenAIChat {
+	if api == rules.OpenAIChat {
 		in, okIn = val(w.PromptTokens)
 		out, okOut = val(w.CompletionTokens)
 		inD, outD = w.PromptDetails, w.CompletionDetails
@@ -119,7 +130,7 @@ var responsesFinal = map[string]bool{"response.completed": true, "response.incom
 
 // event reads the usage from one streamed event's data; drop says the event is the usage
 // chunk the node added to a chat stream (UsageAdded) and must not reach the client.
-func (u *usageState) event(api API, data []byte, strip bool) (drop bool) {
+func (u *Answer) event(api rules.API, data []byte, strip bool) (drop bool) {
 	if !bytes.Contains(data, []byte(`"usage"`)) {
 		return false
 	}
@@ -141,7 +152,7 @@ func (u *usageState) event(api API, data []byte, strip bool) (drop bool) {
 		case ev.Type == "message_delta" && ev.Usage != nil:
 			u.take(api, ev.Usage, true)
 		}
-	case api == OpenAIChat:
+	case api == rules.OpenAIChat:
 		var ev struct {
 			Choices []json.RawMessage `json:"choices"`
 			Usage   *wireUsage        `json:"usage"`
@@ -166,7 +177,7 @@ func (u *usageState) event(api API, data []byte, strip bool) (drop bool) {
 }
 
 // body reads the usage of a whole JSON answer.
-func (u *usageState) body(api API, b []byte) {
+func (u *Answer) body(api rules.API, b []byte) {
 	w, ok := fastUsage(b)
 	if !ok {
 		w = stdUsage(b)
@@ -195,34 +206,32 @@ func stdUsage(b []byte) *wireUsage {
 // matches a field only in case, a count that is not a plain integer — and stdUsage then
 // decides.
 func fastUsage(b []byte) (*wireUsage, bool) {
-	p := parser{b: b}
-	p.ws()
-	if p.i >= len(p.b) || p.b[p.i] != '{' {
+	s := jsontree.NewScanner(b)
+	if !s.Open(0) {
 		return nil, false
 	}
-	p.i++
 	var usage *wireUsage
 	seen := false
-	if !p.closes('}') {
+	if !s.Closes('}') {
 		for {
-			k, ok := p.rawKey()
+			k, ok := s.Key()
 			if !ok {
 				return nil, false
 			}
 			switch {
 			case string(k) == "usage" && !seen:
 				seen = true
-				if usage, ok = p.usageObject(); !ok {
+				if usage, ok = usageObject(s); !ok {
 					return nil, false
 				}
 			case bytes.EqualFold(k, []byte("usage")):
 				return nil, false
 			default:
-				if !p.skip(1) {
+				if !s.Skip(1) {
 					return nil, false
 				}
 			}
-			more, ok := p.sep('}')
+			more, ok := s.Sep('}')
 			if !ok {
 				return nil, false
 			}
@@ -231,71 +240,40 @@ func fastUsage(b []byte) (*wireUsage, bool) {
 			}
 		}
 	}
-	p.ws()
-	if p.i != len(p.b) {
+	if !s.End() {
 		return nil, false
 	}
 	return usage, true
 }
 
-// rawKey reads a member's name and its colon, as key does, but returns the name's bytes in
-// place, without making a string of them; a name with escapes or non-ASCII bytes is decoded.
-func (p *parser) rawKey() ([]byte, bool) {
-	p.ws()
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return nil, false
-	}
-	start := p.i + 1
-	j := start
-	for j < len(p.b) && p.b[j] != '"' && p.b[j] != '\\' && p.b[j] >= 0x20 && p.b[j] < utf8.RuneSelf {
-		j++
-	}
-	var k []byte
-	if j < len(p.b) && p.b[j] == '"' {
-		k, p.i = p.b[start:j], j+1
-	} else {
-		s, ok := p.str()
-		if !ok {
-			return nil, false
-		}
-		k = []byte(s)
-	}
-	p.ws()
-	if p.i >= len(p.b) || p.b[p.i] != ':' {
-		return nil, false
-	}
-	p.i++
-	return k, true
-}
-
 // usageObject reads a usage value (null or an object) as encoding/json fills a *wireUsage;
 // ok is false for anything it leaves to encoding/json (see fastUsage).
-func (p *parser) usageObject() (*wireUsage, bool) {
+func usageObject(s *jsontree.Scanner) (*wireUsage, bool) {
 	w := &wireUsage{}
-	null, ok := p.members(1, func(k []byte) bool {
+	null, ok := members(s, 1, func(k []byte) bool {
 		switch string(k) {
 		case "input_tokens":
-			return p.count(&w.InputTokens)
+			return count(s, &w.InputTokens)
 		case "output_tokens":
-			return p.count(&w.OutputTokens)
+			return count(s, &w.OutputTokens)
 		case "cache_creation_input_tokens":
-			return p.count(&w.CacheCreation)
+			return count(s, &w.CacheCreation)
 		case "cache_read_input_tokens":
-			return p.count(&w.CacheRead)
+			return count(s, &w.CacheRead)
 		case "prompt_tokens":
-			return p.count(&w.PromptTokens)
+			return count(s, &w.PromptTokens)
 		case "completion_tokens":
-			return p.count(&w.CompletionTokens)
+			return count(s, &w.CompletionTokens)
 		case "input_tokens_details":
-			return p.details(&w.InputDetails)
+			return details(s, &w.InputDetails)
 		case "output_tokens_details":
-			return p.details(&w.OutputDetails)
+			return details(s, &w.OutputDetails)
 		case "prompt_tokens_details":
-			return p.details(&w.PromptDetails)
+			return details(s, &w.PromptDetails)
 		case "completion_tokens_details":
-			return p.details(&w.CompletionDetails)
+			return details(s, &w.CompletionDetails)
 		}
-		return !foldsToUsageField(string(k)) && p.skip(2)
+		return !foldsToUsageField(string(k)) && s.Skip(2)
 	})
 	if !ok || null {
 		return nil, ok
@@ -304,16 +282,16 @@ func (p *parser) usageObject() (*wireUsage, bool) {
 }
 
 // details reads a token-details value (null or an object) into *dst.
-func (p *parser) details(dst **tokenDetails) bool {
+func details(s *jsontree.Scanner, dst **tokenDetails) bool {
 	d := &tokenDetails{}
-	null, ok := p.members(2, func(k []byte) bool {
+	null, ok := members(s, 2, func(k []byte) bool {
 		switch string(k) {
 		case "cached_tokens":
-			return p.count(&d.Cached)
+			return count(s, &d.Cached)
 		case "reasoning_tokens":
-			return p.count(&d.Reasoning)
+			return count(s, &d.Reasoning)
 		}
-		return !foldsToUsageField(string(k)) && p.skip(3)
+		return !foldsToUsageField(string(k)) && s.Skip(3)
 	})
 	switch {
 	case !ok:
@@ -328,22 +306,20 @@ func (p *parser) details(dst **tokenDetails) bool {
 
 // members reads null, or an object whose members member reads from their values on. A name
 // seen twice is left to encoding/json, so that no field is ever set twice here.
-func (p *parser) members(depth int, member func(k []byte) bool) (null, ok bool) {
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == 'n' {
-		return true, p.literal("null")
+func members(s *jsontree.Scanner, depth int, member func(k []byte) bool) (null, ok bool) {
+	if s.Peek() == 'n' {
+		return true, s.Null()
 	}
-	if p.i >= len(p.b) || p.b[p.i] != '{' || depth > fastDepth {
+	if !s.Open(depth) {
 		return false, false
 	}
-	p.i++
-	if p.closes('}') {
+	if s.Closes('}') {
 		return false, true
 	}
 	var small [12][]byte
 	names := small[:0]
 	for {
-		k, ok := p.rawKey()
+		k, ok := s.Key()
 		if !ok {
 			return false, false
 		}
@@ -356,7 +332,7 @@ func (p *parser) members(depth int, member func(k []byte) bool) (null, ok bool) 
 		if !member(k) {
 			return false, false
 		}
-		more, ok := p.sep('}')
+		more, ok := s.Sep('}')
 		if !ok || !more {
 			return false, ok
 		}
@@ -364,16 +340,16 @@ func (p *parser) members(depth int, member func(k []byte) bool) (null, ok bool) 
 }
 
 // count reads an integer, or null, into *dst, as encoding/json fills an *int64.
-func (p *parser) count(dst **int64) bool {
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == 'n' {
+func count(s *jsontree.Scanner, dst **int64) bool {
+	c := s.Peek()
+	if c == 'n' {
 		*dst = nil
-		return p.literal("null")
+		return s.Null()
 	}
-	if p.i >= len(p.b) || (p.b[p.i] != '-' && (p.b[p.i] < '0' || p.b[p.i] > '9')) {
+	if c != '-' && (c < '0' || c > '9') {
 		return false
 	}
-	n, ok := p.number()
+	n, ok := s.Number()
 	if !ok {
 		return false
 	}
@@ -400,14 +376,14 @@ func foldsToUsageField(k string) bool {
 	return false
 }
 
-// usageReader passes a response body through to the agent and reads the usage in it as it
+// Reader passes a response body through to the agent and reads the usage in it as it
 // passes (K1), so nothing is buffered on the way: bytes are returned as soon as they are read,
 // and parsed on the side (a data line is decoded only if it mentions "usage"). Only in strip
 // mode does it hold bytes, one event at a time, to take out the usage chunk the node added.
-type usageReader struct {
+type Reader struct {
 	rc    io.ReadCloser
-	api   API
-	st    *usageState
+	api   rules.API
+	st    *Answer
 	sse   bool
 	strip bool
 
@@ -423,33 +399,21 @@ type usageReader struct {
 	ended bool
 }
 
-// meterBody meters a successful answer's body; other answers are not billed and not read.
-// The reader taps the agent's side of the proxy. A stream's pieces are read after the agent
-// has each (the tap flushes first), so metering adds nothing to an event's delay; a JSON
-// answer of known length is read as it passes and flushed whole once metered. Only a
-// chat stream whose usage chunk must be taken out is read on the way, event by event.
-func meterBody(resp *http.Response, st *reqState) {
-	st.usage.status = resp.StatusCode
-	if resp.StatusCode/100 != 2 {
-		return
-	}
-	sse := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
-	r := &usageReader{rc: resp.Body, api: st.d.API, st: st.usage, sse: sse, strip: sse && st.d.UsageAdded}
-	st.reader = r
-	if r.strip {
-		resp.Body = r
-		return
-	}
-	st.cw.tap, st.cw.stream = r.feed, sse || resp.ContentLength < 0
+// NewReader reads the usage of body, an answer of api, into a as it passes: an event stream
+// (sse) line by line, any other answer as one JSON body at its end. In strip mode (sse only)
+// it is the body the agent reads, whole events less the usage chunk the node added
+// (Decision.UsageAdded); otherwise the caller feeds it what the agent was sent, and ends it.
+func NewReader(body io.ReadCloser, api rules.API, a *Answer, sse, strip bool) *Reader {
+	return &Reader{rc: body, api: api, st: a, sse: sse, strip: strip}
 }
 
 // Read is the strip mode's body: whole events, less the one the node added.
-func (r *usageReader) Read(p []byte) (int, error) {
+func (r *Reader) Read(p []byte) (int, error) {
 	for len(r.out) == 0 && r.err == nil {
 		n, err := r.rc.Read(p)
-		r.feed(p[:n])
+		r.Feed(p[:n])
 		if err != nil {
-			r.end()
+			r.End()
 			r.err = err
 		}
 	}
@@ -461,9 +425,10 @@ func (r *usageReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *usageReader) Close() error { return r.rc.Close() }
+func (r *Reader) Close() error { return r.rc.Close() }
 
-func (r *usageReader) feed(b []byte) {
+// Feed reads b, the next bytes of the answer; it keeps no slice of b.
+func (r *Reader) Feed(b []byte) {
 	if !r.sse {
 		r.data, r.dataOver = keep(r.data, b, r.dataOver)
 		return
@@ -518,7 +483,7 @@ var usageKey = []byte(`"usage"`)
 // lineEnd handles one complete SSE line, read in place: a blank line ends the event; a data
 // line is kept only if it mentions "usage" (or continues an event that did), so the text
 // deltas that make up most of a stream are looked at once and never copied.
-func (r *usageReader) lineEnd(line []byte, over bool) {
+func (r *Reader) lineEnd(line []byte, over bool) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	switch {
 	case len(line) == 0 && !over:
@@ -535,7 +500,7 @@ func (r *usageReader) lineEnd(line []byte, over bool) {
 	}
 }
 
-func (r *usageReader) eventEnd() {
+func (r *Reader) eventEnd() {
 	drop := false
 	if len(r.data) > 0 && !r.dataOver {
 		drop = r.st.event(r.api, r.data, r.strip) && !r.passed
@@ -546,9 +511,9 @@ func (r *usageReader) eventEnd() {
 	r.raw, r.data, r.dataOver, r.passed = r.raw[:0], r.data[:0], false, false
 }
 
-// end reads what is left at the end of the body: a JSON answer, or a last event without its
-// blank line.
-func (r *usageReader) end() {
+// End reads what is left at the end of the body: a JSON answer, or a last event without its
+// blank line. Called again, it does nothing.
+func (r *Reader) End() {
 	if r.ended {
 		return
 	}

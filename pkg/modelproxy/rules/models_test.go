@@ -1,4 +1,4 @@
-package modelproxy
+package rules
 
 import (
 	"os"

@@ -1,10 +1,11 @@
-package modelproxy
+package rules
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
+	"anet.dev/anet/pkg/modelproxy/jsontree"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -178,7 +179,7 @@ func checkLengths(t testing.TB, e *Engine, api API, o map[string]any, maxOut int
 }
 
 func mustEncode(o map[string]any) string {
-	b, err := encodeObject(o, 0)
+	b, err := jsontree.Encode(o, 0)
 	if err != nil {
 		return err.Error()
 	}
@@ -196,7 +197,7 @@ func lengthRules(e *Engine, api API, o map[string]any, maxOut int64) error {
 			if !ok {
 				continue
 			}
-			n, isInt := intField(v)
+			n, isInt := jsontree.Int(v)
 			if !isInt || n < 1 || n > e.cap {
 				return 0, fmt.Errorf("%s%s = %v, want an integer in [1, %d]", where, k, v, e.cap)
 			}

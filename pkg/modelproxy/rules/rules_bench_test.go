@@ -1,4 +1,4 @@
-package modelproxy
+package rules
 
 import (
 	"net/http"
@@ -7,8 +7,8 @@ import (
 )
 
 // The rules' own CPU per request, apart from the network (make bench reads these as ns/op
-// and allocs/op; nothing is asserted): a small Messages request as Claude Code's first, and
-// its JSON answer's usage.
+// and allocs/op; nothing is asserted): a small Messages request as Claude Code's first (its
+// JSON answer's usage is metering's BenchmarkUsageOfAnswer).
 func BenchmarkApplyMessages(b *testing.B) {
 	e := mustEngine(b, "claude", "", "")
 	body := []byte(`{"model":"claude-opus-5-5","max_tokens":128000,"messages":[{"role":"user","content":"hi"}]}`)
@@ -18,15 +18,6 @@ func BenchmarkApplyMessages(b *testing.B) {
 		if d := e.Apply(AnthropicMessages, h, body); d.Refusal != nil {
 			b.Fatal(d.Refusal)
 		}
-	}
-}
-
-func BenchmarkUsageOfAnswer(b *testing.B) {
-	answer := []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-haiku-5-5","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`)
-	b.ReportAllocs()
-	for range b.N {
-		var u usageState
-		u.body(AnthropicMessages, answer)
 	}
 }
 

@@ -1,6 +1,7 @@
-package modelproxy
+package rules
 
 import (
+	"anet.dev/anet/pkg/modelproxy/jsontree"
 	"anet.dev/anet/pkg/money"
 )
 
@@ -28,7 +29,7 @@ func (e *Engine) outputBound(api API, o object) int64 {
 	found := false
 	take := func(obj object) {
 		for _, k := range outputTokenFields {
-			if n, ok := intField(obj[k]); ok && n > 0 {
+			if n, ok := jsontree.Int(obj[k]); ok && n > 0 {
 				found = true
 				bound = max(bound, n)
 			}
@@ -51,7 +52,7 @@ func (e *Engine) outputBound(api API, o object) int64 {
 		for _, t := range tools {
 			if to, ok := t.(object); ok && to["model"] != nil {
 				// Set by the rules for such a tool; the cap stands in should one be missing.
-				n, ok := intField(to["max_tokens"])
+				n, ok := jsontree.Int(to["max_tokens"])
 				if !ok || n < 1 {
 					n = e.cap
 				}
@@ -76,7 +77,7 @@ func streamUsage(api API, o object, n *notes) (added bool, r *Refusal) {
 		so = object{}
 		o["stream_options"] = so
 	case !ok:
-		return false, refuse(FieldInvalid, "stream_options must be an object")
+		return false, Refuse(FieldInvalid, "stream_options must be an object")
 	}
 	if so["include_usage"] == true {
 		return false, nil

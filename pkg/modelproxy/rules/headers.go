@@ -1,4 +1,4 @@
-package modelproxy
+package rules
 
 import (
 	"maps"
@@ -50,11 +50,12 @@ func anthropicVersion(v string) bool {
 	return true
 }
 
-// checkEncoding refuses a compressed body (E8): the node inspects bytes, not a bomb.
-func checkEncoding(h http.Header) *Refusal {
+// CheckEncoding refuses a compressed body (E8): the node inspects bytes, not a bomb. The proxy
+// holds an upstream's answer to it too (E1: the key could pass in a compressed one unseen).
+func CheckEncoding(h http.Header) *Refusal {
 	for _, v := range h["Content-Encoding"] {
 		if strings.TrimSpace(strings.ToLower(v)) != "identity" {
-			return refuse(BodyEncoded, "Content-Encoding: %s", reasons.Clip(v, 40))
+			return Refuse(BodyEncoded, "Content-Encoding: %s", reasons.Clip(v, 40))
 		}
 	}
 	return nil
@@ -86,7 +87,7 @@ func (e *Engine) anthropicHeaders(in http.Header, n *notes) (http.Header, map[st
 	if v == "" {
 		v = defaultAnthropicVer
 	} else if !anthropicVersion(v) || len(in["Anthropic-Version"]) > 1 {
-		return nil, nil, refuse(HeaderInvalid, "anthropic-version")
+		return nil, nil, Refuse(HeaderInvalid, "anthropic-version")
 	}
 	out["Anthropic-Version"] = []string{v}
 	var betas map[string]bool // made only when one is kept; reading a nil map is false

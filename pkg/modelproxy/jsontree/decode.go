@@ -1,4 +1,4 @@
-package modelproxy
+package jsontree
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ const fastDepth = 1000
 // decodes with encoding/json, which decides and names the error. So the fast path can only
 // ever agree with encoding/json, never accept what it refuses (a differential test holds it
 // to that).
-func fastDecode(body []byte) (object, bool) {
+func fastDecode(body []byte) (Object, bool) {
 	// The tree's strings are cut from one copy of the body: one allocation for them all, where
 	// a string each cost one per key, per value and per number (a real request has hundreds).
 	// The tree holds no byte of body itself, so the caller may reuse body.
@@ -98,12 +98,12 @@ func (p *parser) literal(s string) bool {
 
 // object parses from '{'; the delimiter checks after each value also end a literal or a
 // number that runs on ("truex", "01").
-func (p *parser) object(depth int) (object, bool) {
+func (p *parser) object(depth int) (Object, bool) {
 	if depth > fastDepth {
 		return nil, false
 	}
 	p.i++ // '{'
-	o := object{}
+	o := Object{}
 	if p.closes('}') {
 		return o, true
 	}

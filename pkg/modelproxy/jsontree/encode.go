@@ -1,4 +1,4 @@
-package modelproxy
+package jsontree
 
 import (
 	"encoding/json"
@@ -7,14 +7,14 @@ import (
 	"unicode/utf8"
 )
 
-// encodeObject writes a decoded body back as JSON, byte for byte what encoding/json writes
+// Encode writes a decoded body back as JSON, byte for byte what encoding/json writes
 // with HTML escaping off (keys sorted, the same string escapes), but without reflection: the
-// tree holds only what decodeObject and the rules put in it. Anything else goes through
+// tree holds only what Decode and the rules put in it. Anything else goes through
 // encoding/json.
 //
 // sizeHint is the size of the body o was parsed from: the re-encoded body is about as long, so
 // its buffer is made once, not grown and copied a dozen times for a long conversation.
-func encodeObject(o object, sizeHint int) ([]byte, error) {
+func Encode(o Object, sizeHint int) ([]byte, error) {
 	return appendJSON(make([]byte, 0, sizeHint+sizeHint/8+256), o)
 }
 
@@ -38,7 +38,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 			return append(b, "true"...), nil
 		}
 		return append(b, "false"...), nil
-	case object:
+	case Object:
 		if x == nil {
 			return append(b, "null"...), nil
 		}

@@ -1,4 +1,4 @@
-package modelproxy
+package rules
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 
+	"anet.dev/anet/pkg/modelproxy/jsontree"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -107,12 +108,12 @@ func (e *Engine) anthropicFallbacks(o object, n *notes) *Refusal {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return refuse(FieldInvalid, "fallbacks must be an array")
+		return Refuse(FieldInvalid, "fallbacks must be an array")
 	}
 	for i, f := range list {
 		fo, ok := f.(object)
 		if !ok {
-			return refuse(FieldInvalid, "fallbacks[%d] must be an object", i)
+			return Refuse(FieldInvalid, "fallbacks[%d] must be an object", i)
 		}
 		if r := fallbackExtras(fo, i); r != nil {
 			return r
@@ -133,21 +134,21 @@ func (e *Engine) anthropicFallbacks(o object, n *notes) *Refusal {
 // server-run tool (E4); any other field is not allowed.
 func fallbackExtras(fo object, i int) *Refusal {
 	if _, ok := fo["mcp_servers"]; ok {
-		return refuse(MCPServersRefused, "fallbacks[%d].mcp_servers", i)
+		return Refuse(MCPServersRefused, "fallbacks[%d].mcp_servers", i)
 	}
 	if _, ok := fo["container"]; ok {
-		return refuse(ContainerRefused, "fallbacks[%d].container", i)
+		return Refuse(ContainerRefused, "fallbacks[%d].container", i)
 	}
 	if tools, ok := fo["tools"].([]any); ok {
 		for j, t := range tools {
 			to, _ := t.(object)
 			if typ, _ := to["type"].(string); !anthropicClientTool(typ) {
-				return refuse(ServerToolRefused, "fallbacks[%d].tools[%d].type %q", i, j, reasons.Clip(typ, 60))
+				return Refuse(ServerToolRefused, "fallbacks[%d].tools[%d].type %q", i, j, reasons.Clip(typ, 60))
 			}
 		}
 	}
 	if k, ok := firstNotAllowed(fo, fallbackFields); ok {
-		return refuse(FieldNotAllowed, "fallbacks[%d].%s", i, reasons.Clip(k, 60))
+		return Refuse(FieldNotAllowed, "fallbacks[%d].%s", i, reasons.Clip(k, 60))
 	}
 	return nil
 }
@@ -180,7 +181,7 @@ func (e *Engine) anthropicConstraints(api API, o object, n *notes) *Refusal {
 	if c.AssistantPrefill != nil && !*c.AssistantPrefill && api == AnthropicMessages {
 		if msgs, ok := o["messages"].([]any); ok && len(msgs) > 0 {
 			if last, ok := msgs[len(msgs)-1].(object); ok && last["role"] == "assistant" {
-				return refuse(PrefillRefused, "messages[%d].role assistant, model %s", len(msgs)-1, e.pinned.ID)
+				return Refuse(PrefillRefused, "messages[%d].role assistant, model %s", len(msgs)-1, e.pinned.ID)
 			}
 		}
 	}
@@ -196,14 +197,14 @@ func anthropicThinking(api API, o object, n *notes) *Refusal {
 	}
 	th, ok := v.(object)
 	if !ok {
-		return refuse(FieldInvalid, "thinking must be an object")
+		return Refuse(FieldInvalid, "thinking must be an object")
 	}
 	if th["type"] != "enabled" {
 		return nil
 	}
-	b, ok := intField(th["budget_tokens"])
+	b, ok := jsontree.Int(th["budget_tokens"])
 	if !ok {
-		return refuse(FieldInvalid, "thinking.budget_tokens must be an integer")
+		return Refuse(FieldInvalid, "thinking.budget_tokens must be an integer")
 	}
 	const minBudget = 1024
 	if api != AnthropicMessages {
@@ -213,7 +214,7 @@ func anthropicThinking(api API, o object, n *notes) *Refusal {
 		}
 		return nil
 	}
-	mt, _ := intField(o["max_tokens"])
+	mt, _ := jsontree.Int(o["max_tokens"])
 	nb := b
 	if nb >= mt {
 		nb = mt - 1
@@ -240,19 +241,19 @@ func (e *Engine) anthropicTools(o object, betas map[string]bool, n *notes) *Refu
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return refuse(FieldInvalid, "tools must be an array")
+		return Refuse(FieldInvalid, "tools must be an array")
 	}
 	for i, t := range list {
 		to, ok := t.(object)
 		if !ok {
-			return refuse(FieldInvalid, "tools[%d] must be an object", i)
+			return Refuse(FieldInvalid, "tools[%d] must be an object", i)
 		}
 		typ, _ := to["type"].(string)
 		if _, has := to["type"]; has && typ == "" {
-			return refuse(FieldInvalid, "tools[%d].type must be a string", i)
+			return Refuse(FieldInvalid, "tools[%d].type must be a string", i)
 		}
 		if !anthropicClientTool(typ) {
-			return refuse(ServerToolRefused, "tools[%d].type %q", i, reasons.Clip(typ, 60))
+			return Refuse(ServerToolRefused, "tools[%d].type %q", i, reasons.Clip(typ, 60))
 		}
 		// A tool naming its own model (e.g. an advisor) is pinned and capped like the request,
 		// its cap set when it has none: what that model writes is billed beside the answer,
@@ -291,12 +292,12 @@ func anthropicSystem(o object) *Refusal {
 		for i, b := range s {
 			bo, ok := b.(object)
 			if !ok || bo["type"] != "text" {
-				return refuse(BlockRefused, "system[%d] must be a text block", i)
+				return Refuse(BlockRefused, "system[%d] must be a text block", i)
 			}
 		}
 		return nil
 	}
-	return refuse(FieldInvalid, "system must be a string or an array of text blocks")
+	return Refuse(FieldInvalid, "system must be a string or an array of text blocks")
 }
 
 func anthropicMessages(o object) *Refusal {
@@ -306,12 +307,12 @@ func anthropicMessages(o object) *Refusal {
 	}
 	msgs, ok := v.([]any)
 	if !ok {
-		return refuse(FieldInvalid, "messages must be an array")
+		return Refuse(FieldInvalid, "messages must be an array")
 	}
 	for i, m := range msgs {
 		mo, ok := m.(object)
 		if !ok {
-			return refuse(FieldInvalid, "messages[%d] must be an object", i)
+			return Refuse(FieldInvalid, "messages[%d] must be an object", i)
 		}
 		if c := mo["content"]; !plainContent(c) {
 			if r := anthropicContent(c, contentPath("messages", i), anthropicBlocks); r != nil {
@@ -334,7 +335,7 @@ func anthropicBlock(typ string, b object, list string, i int) *Refusal {
 		path := indexPath(list, i)
 		src, ok := b["source"].(object)
 		if !ok {
-			return refuse(FieldInvalid, "%s.source must be an object", path)
+			return Refuse(FieldInvalid, "%s.source must be an object", path)
 		}
 		st, _ := src["type"].(string)
 		switch {
@@ -343,7 +344,7 @@ func anthropicBlock(typ string, b object, list string, i int) *Refusal {
 		case typ == "document" && st == "content":
 			return anthropicContent(src["content"], path+".source.content", anthropicToolResultBlocks)
 		}
-		return refuse(MediaRefused, "%s.source.type %q", path, reasons.Clip(st, 30))
+		return Refuse(MediaRefused, "%s.source.type %q", path, reasons.Clip(st, 30))
 	case "tool_result":
 		if c := b["content"]; !plainContent(c) {
 			return anthropicContent(c, contentPath(list, i), anthropicToolResultBlocks)

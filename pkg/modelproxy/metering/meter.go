@@ -1,10 +1,11 @@
-package modelproxy
+package metering
 
 import (
 	"sync"
 	"time"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -19,11 +20,11 @@ const (
 // bytesPerToken turns a body's size into the input-token estimate (K1).
 const bytesPerToken = limits.EstimateBytesPerToken
 
-// meter keeps one run's spend (K1) and holds it to the run's allowance (K2): the cost of
+// Meter keeps one run's spend (K1) and holds it to the run's allowance (K2): the cost of
 // finished responses, and the worst cases reserved by the requests still in flight. A request
 // is forwarded only if its worst case fits beside both, so concurrent requests cannot
 // together pass the allowance; each settles on its actual usage when its response ends.
-type meter struct {
+type Meter struct {
 	model     string
 	prices    *money.Prices // nil: the model is unpriced; tokens are still counted
 	allowance *money.Micros // nil: no allowance (the run is not capped)
@@ -40,15 +41,17 @@ type meter struct {
 	finished bool
 }
 
-func newMeter(model string, prices *money.Prices, allowance *money.Micros) *meter {
-	m := &meter{model: model, prices: prices, allowance: allowance}
+// New returns the meter of a run of model, at prices (nil: unpriced, tokens still counted),
+// held to allowance (nil: none).
+func New(model string, prices *money.Prices, allowance *money.Micros) *Meter {
+	m := &Meter{model: model, prices: prices, allowance: allowance}
 	m.idle = sync.NewCond(&m.mu)
 	return m
 }
 
-// worstCase is what one request can cost at most: its body's input-token estimate at the
+// WorstCase is what one request can cost at most: its body's input-token estimate at the
 // highest input price plus its output bound at the output price.
-func (m *meter) worstCase(bodyBytes int, maxOut int64) money.Micros {
+func (m *Meter) WorstCase(bodyBytes int, maxOut int64) money.Micros {
 	if m.prices == nil {
 		return 0
 	}
@@ -58,9 +61,9 @@ func (m *meter) worstCase(bodyBytes int, maxOut int64) money.Micros {
 	return p.Cost(money.Tokens{Input: in, Output: maxOut})
 }
 
-// reserve admits a request whose worst case fits in the allowance beside what is spent and
+// Reserve admits a request whose worst case fits in the allowance beside what is spent and
 // reserved, and reserves it; otherwise it returns the refusal naming the figures.
-func (m *meter) reserve(worst money.Micros, bodyBytes int, maxOut int64) *Refusal {
+func (m *Meter) Reserve(worst money.Micros, bodyBytes int, maxOut int64) *rules.Refusal {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.allowance == nil || money.Add(money.Add(m.spent, m.reserved), worst) <= *m.allowance {
@@ -68,12 +71,12 @@ func (m *meter) reserve(worst money.Micros, bodyBytes int, maxOut int64) *Refusa
 		m.inflight++
 		return nil
 	}
-	return refuse(SpendLimit, "worst case %s = ~%d input + %d output tokens at %s prices; allowance %s, spent %s, in flight %s",
+	return rules.Refuse(SpendLimit, "worst case %s = ~%d input + %d output tokens at %s prices; allowance %s, spent %s, in flight %s",
 		worst, (bodyBytes+bytesPerToken-1)/bytesPerToken, maxOut, m.model, *m.allowance, m.spent, m.reserved)
 }
 
-// outcome is what one forwarded request's response reported.
-type outcome struct {
+// Outcome is what one forwarded request's response reported.
+type Outcome struct {
 	// billed: the upstream may charge for the request. False when the request never reached
 	// it, or when it answered with an error status (errors are not billed).
 	billed bool
@@ -83,9 +86,9 @@ type outcome struct {
 	tokens money.Tokens
 }
 
-// settle releases a request's reservation and charges its response: the reported usage, or,
+// Settle releases a request's reservation and charges its response: the reported usage, or,
 // when none arrived, the conservative estimate (its worst case) counted as usage missing.
-func (m *meter) settle(worst money.Micros, o outcome) money.Micros {
+func (m *Meter) Settle(worst money.Micros, o Outcome) money.Micros {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.finished {
@@ -112,10 +115,10 @@ func (m *meter) settle(worst money.Micros, o outcome) money.Micros {
 	return cost
 }
 
-// finish waits up to wait for the requests in flight to settle, then makes the spend final:
+// Finish waits up to wait for the requests in flight to settle, then makes the spend final:
 // a request still unsettled (its answer still streaming when the run ended) is charged its
 // worst case and counted as usage missing.
-func (m *meter) finish(wait time.Duration) {
+func (m *Meter) Finish(wait time.Duration) {
 	timer := time.AfterFunc(wait, func() {
 		m.mu.Lock()
 		m.finished = true
@@ -137,7 +140,8 @@ func (m *meter) finish(wait time.Duration) {
 	}
 }
 
-func (m *meter) snapshot() money.Spend {
+// Snapshot is the run's spend so far.
+func (m *Meter) Snapshot() money.Spend {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := money.Spend{Model: m.model, Tokens: m.tokens, Cost: m.spent, Responses: m.responses, UsageMissing: m.missing}

@@ -1,4 +1,9 @@
-package modelproxy
+// Package rules is the model proxy's policy: the pure rule engine of one run (E2–E8), request
+// bytes and headers in, a Decision out, and the models catalog it pins requests to (the
+// embedded models.yaml and the operator's override, read once). The engine holds no key and
+// does no I/O, so it is table-tested and fuzzed apart from the HTTP layer (pkg/modelproxy),
+// which is handed an Engine and applies its decisions.
+package rules
 
 import (
 	"encoding/json"
@@ -9,6 +14,7 @@ import (
 	"strings"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/modelproxy/jsontree"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -117,11 +123,11 @@ func (e *Engine) UpstreamPath(api API, rawQuery string) (string, string) {
 // Apply runs every body and header rule of api over a request (E2–E8).
 func (e *Engine) Apply(api API, h http.Header, body []byte) Decision {
 	d := Decision{API: api}
-	if r := checkEncoding(h); r != nil {
+	if r := CheckEncoding(h); r != nil {
 		d.Refusal = r
 		return d
 	}
-	o, r := decodeObject(body)
+	o, r := decodeBody(body)
 	if r != nil {
 		d.Refusal = r
 		return d
@@ -147,9 +153,9 @@ func (e *Engine) Apply(api API, h http.Header, body []byte) Decision {
 		return d
 	}
 	d.MaxOutput = e.outputBound(api, o)
-	out, err := encodeObject(o, len(body))
+	out, err := jsontree.Encode(o, len(body))
 	if err != nil {
-		d.Refusal = refuse(FieldInvalid, "body cannot be re-encoded")
+		d.Refusal = Refuse(FieldInvalid, "body cannot be re-encoded")
 		return d
 	}
 	d.Header, d.Body, d.Notes = hdr, out, n
@@ -173,13 +179,13 @@ func (e *Engine) ModelsList(api API) []byte {
 // server-side feature), and the model pinned (E2).
 func (e *Engine) topLevel(o object, allowed map[string]bool, n *notes) *Refusal {
 	if _, ok := o["mcp_servers"]; ok {
-		return refuse(MCPServersRefused, "mcp_servers")
+		return Refuse(MCPServersRefused, "mcp_servers")
 	}
 	if _, ok := o["container"]; ok {
-		return refuse(ContainerRefused, "container")
+		return Refuse(ContainerRefused, "container")
 	}
 	if k, ok := firstNotAllowed(o, allowed); ok {
-		return refuse(FieldNotAllowed, "%s", reasons.Clip(k, 60))
+		return Refuse(FieldNotAllowed, "%s", reasons.Clip(k, 60))
 	}
 	if m, _ := o["model"].(string); m != e.pinned.ID {
 		// The one note nearly every request gets: built without fmt, the pinned side quoted

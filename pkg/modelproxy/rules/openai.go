@@ -1,10 +1,11 @@
-package modelproxy
+package rules
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"anet.dev/anet/pkg/modelproxy/jsontree"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -66,13 +67,13 @@ func (e *Engine) openAIBody(api API, o object, n *notes) *Refusal {
 	for _, f := range storageFields {
 		if v, ok := o[f]; ok {
 			if isTruthy(v) {
-				return refuse(StorageRefused, "%s", f)
+				return Refuse(StorageRefused, "%s", f)
 			}
 			delete(o, f)
 		}
 	}
 	if _, ok := o["web_search_options"]; ok {
-		return refuse(ServerToolRefused, "web_search_options")
+		return Refuse(ServerToolRefused, "web_search_options")
 	}
 	if r := e.topLevel(o, allowed, n); r != nil {
 		return r
@@ -121,9 +122,9 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 		n.add("%s set to %d", k, e.cap)
 	}
 	if v, ok := o["n"]; ok && v != nil {
-		i, ok := intField(v)
+		i, ok := jsontree.Int(v)
 		if !ok || i < 1 {
-			return refuse(FieldInvalid, "n must be a positive integer")
+			return Refuse(FieldInvalid, "n must be a positive integer")
 		}
 		if i > 1 {
 			o["n"] = json.Number("1")
@@ -133,27 +134,27 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 	if v, ok := o["tools"]; ok {
 		list, ok := v.([]any)
 		if !ok {
-			return refuse(FieldInvalid, "tools must be an array")
+			return Refuse(FieldInvalid, "tools must be an array")
 		}
 		for i, t := range list {
 			to, _ := t.(object)
 			typ, _ := to["type"].(string)
 			if typ != "function" && typ != "custom" {
-				return refuse(ServerToolRefused, "tools[%d].type %q", i, reasons.Clip(typ, 60))
+				return Refuse(ServerToolRefused, "tools[%d].type %q", i, reasons.Clip(typ, 60))
 			}
 		}
 	}
 	msgs, ok := o["messages"].([]any)
 	if !ok {
 		if _, present := o["messages"]; present {
-			return refuse(FieldInvalid, "messages must be an array")
+			return Refuse(FieldInvalid, "messages must be an array")
 		}
 		return nil
 	}
 	for i, m := range msgs {
 		mo, ok := m.(object)
 		if !ok {
-			return refuse(FieldInvalid, "messages[%d] must be an object", i)
+			return Refuse(FieldInvalid, "messages[%d] must be an object", i)
 		}
 		if c := mo["content"]; !plainContent(c) {
 			if r := contentParts(c, contentPath("messages", i), chatParts, chatPart); r != nil {
@@ -165,7 +166,7 @@ func (e *Engine) chatBody(o object, n *notes) *Refusal {
 				tco, _ := tc.(object)
 				typ, _ := tco["type"].(string)
 				if typ != "function" && typ != "custom" {
-					return refuse(BlockRefused, "messages[%d].tool_calls[%d].type %q", i, j, reasons.Clip(typ, 60))
+					return Refuse(BlockRefused, "messages[%d].tool_calls[%d].type %q", i, j, reasons.Clip(typ, 60))
 				}
 			}
 		}
@@ -180,12 +181,12 @@ func chatPart(typ string, p object, list string, i int) *Refusal {
 		iu, _ := p["image_url"].(object)
 		u, _ := iu["url"].(string)
 		if !isDataURL(u) {
-			return refuse(MediaRefused, "%s.image_url.url", indexPath(list, i))
+			return Refuse(MediaRefused, "%s.image_url.url", indexPath(list, i))
 		}
 	case "file":
 		f, _ := p["file"].(object)
 		if _, ok := f["file_id"]; ok || f["file_data"] == nil {
-			return refuse(MediaRefused, "%s.file", indexPath(list, i))
+			return Refuse(MediaRefused, "%s.file", indexPath(list, i))
 		}
 	}
 	return nil
@@ -197,29 +198,29 @@ func responsesTools(v any, path string) *Refusal {
 	}
 	list, ok := v.([]any)
 	if !ok {
-		return refuse(FieldInvalid, "%s must be an array", path)
+		return Refuse(FieldInvalid, "%s must be an array", path)
 	}
 	for i, t := range list {
 		tp := indexPath(path, i)
 		to, ok := t.(object)
 		if !ok {
-			return refuse(FieldInvalid, "%s must be an object", tp)
+			return Refuse(FieldInvalid, "%s must be an object", tp)
 		}
 		typ, _ := to["type"].(string)
 		if !responsesClientTools[typ] {
-			return refuse(ServerToolRefused, "%s.type %q", tp, reasons.Clip(typ, 60))
+			return Refuse(ServerToolRefused, "%s.type %q", tp, reasons.Clip(typ, 60))
 		}
 		switch typ {
 		case "shell":
 			if env, ok := to["environment"]; ok && env != nil {
 				eo, _ := env.(object)
 				if eo["type"] != "local" {
-					return refuse(ServerToolRefused, "%s.environment: only a local shell", tp)
+					return Refuse(ServerToolRefused, "%s.environment: only a local shell", tp)
 				}
 			}
 		case "tool_search":
 			if to["execution"] != "client" {
-				return refuse(ServerToolRefused, "%s.execution: only client", tp)
+				return Refuse(ServerToolRefused, "%s.execution: only client", tp)
 			}
 		case "namespace":
 			if r := responsesTools(to["tools"], tp+".tools"); r != nil {
@@ -239,17 +240,17 @@ func responsesInput(v any) *Refusal {
 			ip := indexPath("input", i)
 			io, ok := it.(object)
 			if !ok {
-				return refuse(FieldInvalid, "%s must be an object", ip)
+				return Refuse(FieldInvalid, "%s must be an object", ip)
 			}
 			typ, _ := io["type"].(string)
 			if typ == "" && io["role"] != nil {
 				typ = "message"
 			}
 			if typ == "item_reference" {
-				return refuse(StorageRefused, "%s.type item_reference", ip)
+				return Refuse(StorageRefused, "%s.type item_reference", ip)
 			}
 			if !responsesItems[typ] {
-				return refuse(BlockRefused, "%s.type %q", ip, reasons.Clip(typ, 60))
+				return Refuse(BlockRefused, "%s.type %q", ip, reasons.Clip(typ, 60))
 			}
 			var r *Refusal
 			switch typ {
@@ -270,7 +271,7 @@ func responsesInput(v any) *Refusal {
 		}
 		return nil
 	}
-	return refuse(FieldInvalid, "input must be a string or an array")
+	return Refuse(FieldInvalid, "input must be a string or an array")
 }
 
 func responsesContent(v any, path string) *Refusal {
@@ -282,13 +283,13 @@ func responsesContent(v any, path string) *Refusal {
 // responsesPart refuses media by URL or provider file id (E5); data: URLs and file_data pass.
 func responsesPart(p object, path string) *Refusal {
 	if _, ok := p["file_id"]; ok && p["file_id"] != nil {
-		return refuse(MediaRefused, "%s.file_id", path)
+		return Refuse(MediaRefused, "%s.file_id", path)
 	}
 	for _, k := range []string{"image_url", "file_url"} {
 		if u, ok := p[k]; ok && u != nil {
 			s, _ := u.(string)
 			if !isDataURL(s) {
-				return refuse(MediaRefused, "%s.%s", path, k)
+				return Refuse(MediaRefused, "%s.%s", path, k)
 			}
 		}
 	}
