@@ -54,7 +54,8 @@ func (r *Refusal) Message() string {
 
 func (r *Refusal) Error() string { return string(r.Code) + ": " + r.Message() }
 
-// Refuse is the refusal of a request with code, its detail written by format and clipped.
+// Refuse is a bad-request (400) refusal with code, its detail written by format and clipped
+// to 160 bytes; the proxy and the meter refuse through it too.
 func Refuse(code reasons.Code, format string, args ...any) *Refusal {
 	d := fmt.Sprintf(format, args...)
 	if len(d) > 160 {
