@@ -19,7 +19,7 @@ import (
 	"anet.dev/anet/internal/testharness"
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/control"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // autoreplyBuilds are the extra programs these tests need (see TestMain).
@@ -37,7 +37,7 @@ const arPinned = "claude-haiku-5-5" // what an empty auto_reply.model pins for c
 
 // arFake is the fake model service.
 type arFake struct {
-	up     *modelproxytest.Upstream
+	up     *standin.Upstream
 	caFile string
 	key    string
 	ca     *testkit.CA
@@ -52,7 +52,7 @@ func newARFake(t *testing.T, dir string, pinned string) *arFake {
 		t.Fatal(err)
 	}
 	f := &arFake{key: "sk-operator-" + randomHex(t, 12), caFile: filepath.Join(dir, "ca.pem"), ca: ca}
-	f.up = modelproxytest.NewUpstream(ca, f.key, "unused-"+randomHex(t, 8), pinned)
+	f.up = standin.NewUpstream(ca, f.key, "unused-"+randomHex(t, 8), pinned)
 	t.Cleanup(f.up.Close)
 	if err := os.WriteFile(f.caFile, ca.PEM, 0o644); err != nil {
 		t.Fatal(err)

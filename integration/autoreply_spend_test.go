@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/pkg/control"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // K1, K2, B4, B5 with a real anetd: a runaway agent streams one request after another until
@@ -20,7 +20,7 @@ func TestAutoReplySpendCapK1K2(t *testing.T) {
 	// Each stream reports 55000 input and 3000 output tokens: 5500 + 1500 = 7000 µ at
 	// claude-haiku-5-5's 0.10/0.50 — more than its worst case estimated from its small body
 	// (~4100 µ, almost all of it the 8192 output tokens), as a request can be.
-	f.up.SetUsage(modelproxytest.Usage{Input: 55000, Output: 3000})
+	f.up.SetUsage(standin.Usage{Input: 55000, Output: 3000})
 	const perStream = 7000
 	b := newARNode(t, f, arOptions{autoReply: "  backend: exec\n  agent: claude\n  untrusted: sandbox\n  api_timeout_seconds: 8\n" +
 		"  sandbox:\n    spend_per_day: \"0.05\"\n    spend_per_peer_per_day: 0.02\n"})
@@ -109,7 +109,7 @@ func TestAutoReplySpendCapK1K2(t *testing.T) {
 // is metered at those prices.
 func TestAutoReplyUnpricedModelK1(t *testing.T) {
 	f := newARFake(t, t.TempDir(), "gpt-6-luna")
-	f.up.SetUsage(modelproxytest.Usage{Input: 4000, CacheRead: 1000, Output: 700})
+	f.up.SetUsage(standin.Usage{Input: 4000, CacheRead: 1000, Output: 700})
 	b := newARNode(t, f, arOptions{
 		autoReply: "  backend: openai\n  agent: opencode\n  untrusted: sandbox\n  api_base: https://api.openai.com/v1\n  model: gpt-6-luna\n",
 		keys:      "custom: " + f.key + "\n",

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // fakeUpstream is what the stand-in model services of the real-agent tests share: an HTTP/2
@@ -21,7 +21,7 @@ type fakeUpstream struct {
 	srv *httptest.Server
 
 	mu       sync.Mutex // guards the fields that follow, and those the embedding fake names
-	requests []modelproxytest.Recorded
+	requests []standin.Recorded
 	problems []string
 }
 
@@ -38,10 +38,10 @@ func (u *fakeUpstream) start(t *testing.T, ca *testkit.CA, h http.HandlerFunc) {
 
 func (u *fakeUpstream) Addr() string { return u.srv.Listener.Addr().String() }
 
-func (u *fakeUpstream) Requests() []modelproxytest.Recorded {
+func (u *fakeUpstream) Requests() []standin.Recorded {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return append([]modelproxytest.Recorded(nil), u.requests...)
+	return append([]standin.Recorded(nil), u.requests...)
 }
 
 func (u *fakeUpstream) Problems() []string {
@@ -60,7 +60,7 @@ func (u *fakeUpstream) problem(format string, args ...any) {
 func (u *fakeUpstream) record(r *http.Request) []byte {
 	body, _ := io.ReadAll(r.Body)
 	u.mu.Lock()
-	u.requests = append(u.requests, modelproxytest.Recorded{Path: r.URL.Path, Query: r.URL.RawQuery, Proto: r.ProtoMajor, Header: r.Header.Clone(), Body: body})
+	u.requests = append(u.requests, standin.Recorded{Path: r.URL.Path, Query: r.URL.RawQuery, Proto: r.ProtoMajor, Header: r.Header.Clone(), Body: body})
 	u.mu.Unlock()
 	return body
 }

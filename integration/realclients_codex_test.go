@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // codexConfig is Codex's config.toml for a run (pkg/agents/codex.go): a custom provider at the
@@ -107,7 +107,7 @@ func runRealCodex(t *testing.T, prefix, codex, pinned, codexModel string) {
 
 // checkOpenAIRequests adds to the fake's own per-request checks (key, model, store, caps,
 // hosted tools) what only the test knows: the run's placeholder.
-func checkOpenAIRequests(t *testing.T, reqs []modelproxytest.Recorded, problems []string, placeholder string, logFake func()) {
+func checkOpenAIRequests(t *testing.T, reqs []standin.Recorded, problems []string, placeholder string, logFake func()) {
 	t.Helper()
 	fail, done := requestFailures(t, problems, logFake)
 	defer done()

@@ -11,10 +11,10 @@ import (
 	"anet.dev/anet/internal/testkit"
 )
 
-// openAIFake plays api.openai.com's Responses API over real TLS (the modelproxytest CA) and
-// HTTP/2 and streams the answer as server-sent events, which modelproxytest's Upstream does
+// openAIFake plays api.openai.com's Responses API over real TLS (the stand-in's CA) and
+// HTTP/2 and streams the answer as server-sent events, which standin's Upstream does
 // not do for OpenAI. Like the real API it answers 404 for an unknown model and 401 for a
-// wrong key; like modelproxytest it records every request and notes every broken rule.
+// wrong key; like standin it records every request and notes every broken rule.
 type openAIFake struct {
 	fakeUpstream
 	key    string
@@ -22,10 +22,10 @@ type openAIFake struct {
 	answer string
 }
 
-// openAIModels are the ids the fake knows (pkg/modelproxy/models.yaml).
+// openAIModels are the ids the fake knows (pkg/modelproxy/rules/models.yaml).
 var openAIModels = map[string]bool{"gpt-6": true, "gpt-6-mini": true, "gpt-6-luna": true}
 
-// openAIClientTools are the client-run Responses tool types (pkg/modelproxy/openai.go);
+// openAIClientTools are the client-run Responses tool types (pkg/modelproxy/rules/openai.go);
 // shell counts only with a local environment, tool_search only with client execution, and a
 // namespace by its members. Anything else is a hosted tool the node must have refused (E4).
 var openAIClientTools = map[string]bool{

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // The real clients (E1–E11): the pinned npm builds of Claude Code and
@@ -28,7 +28,7 @@ const (
 	codexAnswer  = "ANET-REAL-CODEX-OK 2e9b"
 )
 
-// allowedBetasE7 is the node's fixed anthropic-beta list (pkg/modelproxy/headers.go): nothing
+// allowedBetasE7 is the node's fixed anthropic-beta list (pkg/modelproxy/rules/headers.go): nothing
 // else may reach the upstream.
 var allowedBetasE7 = map[string]bool{
 	"claude-code-20250219": true, "interleaved-thinking-2025-05-14": true, "context-management-2025-06-27": true,
@@ -75,7 +75,7 @@ func TestRealClaudeCLIThroughSandboxAndEndpoint(t *testing.T) {
 	}
 	// The run's placeholder is known only once the endpoint is up, so the fake gets a token that
 	// never appears and the test checks the real placeholder itself below.
-	up := modelproxytest.NewUpstream(ca, key, "unused-"+randomHex(t, 8), pinned)
+	up := standin.NewUpstream(ca, key, "unused-"+randomHex(t, 8), pinned)
 	defer up.Close()
 	up.SetStream(streamAnthropicText(pinned, claudeAnswer))
 
@@ -126,7 +126,7 @@ func claudeEnv(placeholder, model string, port int) []string {
 	}
 }
 
-func checkAnthropicRequests(t *testing.T, reqs []modelproxytest.Recorded, problems []string, key, placeholder, pinned string, logFake func()) {
+func checkAnthropicRequests(t *testing.T, reqs []standin.Recorded, problems []string, key, placeholder, pinned string, logFake func()) {
 	t.Helper()
 	fail, done := requestFailures(t, problems, logFake)
 	defer done()

@@ -9,7 +9,7 @@ import (
 
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/preflight"
 )
 
@@ -18,7 +18,7 @@ func init() { commands = append(commands, checkCommand()) }
 // checkCommand is how anetd (--check, start) and the CLI (config set, doctor) learn whether
 // the keys file and the models file are usable without reading them, and whether a run of
 // the configured agent could open its endpoint: this process reads the files with keys.Load
-// and modelproxy.LoadCatalog and decides the run with endpoint.Check, exactly as `serve`
+// and rules.LoadCatalog and decides the run with endpoint.Check, exactly as `serve`
 // does, and answers with the verdicts and the providers' names, never a key.
 func checkCommand() *cli.Command {
 	return &cli.Command{
@@ -36,7 +36,7 @@ func checkCommand() *cli.Command {
 			k, err := keys.Load(c.String("keys"))
 			a := preflight.CheckAnswer{Keys: preflight.VerdictOf(k.Configured(), err)}
 			// Loaded once, as serve loads it, and used for the run's check.
-			cat, catErr := modelproxy.LoadCatalog(c.String("models"))
+			cat, catErr := rules.LoadCatalog(c.String("models"))
 			if c.String("models") != "" {
 				v := preflight.ModelsVerdictOf(catErr)
 				a.Models = &v

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // TestMain lets a test run this binary's real main: the test binary re-executes itself with
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func startEndpoint(t *testing.T, policy string, extra ...string) (*exec.Cmd, *bufio.Reader, *modelproxytest.LogBuffer, string, string) {
+func startEndpoint(t *testing.T, policy string, extra ...string) (*exec.Cmd, *bufio.Reader, *standin.LogBuffer, string, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "anet-cmd-")
 	if err != nil {
@@ -46,7 +46,7 @@ func startEndpoint(t *testing.T, policy string, extra ...string) (*exec.Cmd, *bu
 	cmd := exec.Command(os.Args[0], args...)
 	// H7: a proxy in the environment must change nothing; the key is not in the environment.
 	cmd.Env = []string{"ANET_EGRESS_TEST_MAIN=1", "HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "PATH=/usr/bin:/bin"}
-	stderr := &modelproxytest.LogBuffer{}
+	stderr := &standin.LogBuffer{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -21,12 +21,12 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/modelproxy"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 const (
@@ -57,10 +57,10 @@ func runModel(cfg config, rep *report) error {
 	if err != nil {
 		return err
 	}
-	up := modelproxytest.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", pinnedModel)
+	up := standin.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", pinnedModel)
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
 
 	ours, err := newRunRotator(tmp, ca)
 	if err != nil {

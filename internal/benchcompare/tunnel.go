@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/egress"
-	"anet.dev/anet/pkg/egress/direct"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
 )
@@ -105,7 +105,7 @@ func runTunnel(cfg config, rep *report) error {
 	paths := []path{
 		{name: "direct", dial: func(target string) (net.Conn, error) { return net.Dial("tcp", target) }},
 		{name: "ours", dial: func(target string) (net.Conn, error) {
-			direct.AnetTestRedirect(tunnelIP+":443", target)
+			dialer.AnetTestRedirect(tunnelIP+":443", target)
 			return connectVia("unix", ep.SocketPath(), tunnelHost+":443")
 		}},
 		{name: "smokescreen", missing: smkMissing, dial: func(target string) (net.Conn, error) {
@@ -115,7 +115,7 @@ func runTunnel(cfg config, rep *report) error {
 			return connectVia("tcp", tiny.addr, target)
 		}},
 	}
-	defer direct.AnetTestRedirect(tunnelIP+":443", "")
+	defer dialer.AnetTestRedirect(tunnelIP+":443", "")
 	for _, mode := range []string{"raw", "tls"} {
 		got := map[string][]float64{}
 		for range rounds {

@@ -148,11 +148,40 @@ func TestSandboxSeamBoundary(t *testing.T) {
 	}
 }
 
-// The model proxy dials its upstream through pkg/egress/direct alone, not through the CONNECT
+// The model proxy dials its upstream through pkg/dialer alone, not through the CONNECT
 // egress package (which holds the tunnel's rules and state).
 func TestModelProxyDoesNotLinkEgress(t *testing.T) {
 	if deps(t, "anet.dev/anet/pkg/modelproxy")["anet.dev/anet/pkg/egress"] {
 		t.Error("pkg/modelproxy links pkg/egress")
+	}
+}
+
+// The model proxy's layers point down: the JSON codec, the key's type and the dialer link
+// nothing of the project; the rules and the metering hold no key and dial nothing; and the
+// proxy carries its key without linking the keys file's reader or the configuration (F3).
+func TestModelProxyLayersPointDown(t *testing.T) {
+	const m = "anet.dev/anet/pkg/"
+	for _, tc := range []struct {
+		pkg       string
+		forbidden []string // "" forbids every package of the project
+	}{
+		{m + "modelproxy/jsontree", []string{""}},
+		{m + "secret", []string{""}},
+		{m + "dialer", []string{""}},
+		{m + "modelproxy/rules", []string{m + "secret", m + "keys", m + "dialer", m + "modelproxy/metering", m + "modelproxy"}},
+		{m + "modelproxy/metering", []string{m + "secret", m + "keys", m + "dialer", m + "modelproxy"}},
+		{m + "modelproxy", []string{m + "keys", m + "config"}},
+	} {
+		for d := range deps(t, tc.pkg) {
+			if d == tc.pkg {
+				continue
+			}
+			for _, f := range tc.forbidden {
+				if (f == "" && strings.HasPrefix(d, "anet.dev/anet/")) || (f != "" && d == f) {
+					t.Errorf("%s links %s", tc.pkg, d)
+				}
+			}
+		}
 	}
 }
 

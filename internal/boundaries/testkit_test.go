@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -26,17 +25,6 @@ func TestReleaseBinariesLinkNoTestingPackage(t *testing.T) {
 			}
 		})
 	}
-}
-
-// pendingTestPackages are test packages a release binary still links, each with why and
-// until when. Each must still be linked by some binary: an entry that matches nothing is
-// stale and fails the test, so the list only shrinks.
-var pendingTestPackages = map[string]string{
-	// anet-egress's self-test serves its fake upstream from modelproxytest, which is becoming
-	// the product package pkg/modelproxy/standin; it brings these two along until then.
-	"anet.dev/anet/pkg/modelproxy/modelproxytest": "anet-egress's self-test's fake upstream, until it is pkg/modelproxy/standin",
-	"anet.dev/anet/internal/testkit":              "imported by pkg/modelproxy/modelproxytest (testkit.CA), until standin uses pkg/localca",
-	"net/http/httptest":                           "the fake upstream's server in pkg/modelproxy/modelproxytest",
 }
 
 // isTestPackage is the rule for what a release binary must not link: a package with a path
@@ -86,7 +74,6 @@ func TestIsTestPackage(t *testing.T) {
 // checked as released (without the anettest tag), for Linux and for macOS, whose backends
 // link different packages.
 func TestReleaseBinariesLinkNoTestPackages(t *testing.T) {
-	linked := map[string]bool{}
 	for _, goos := range []string{"linux", "darwin"} {
 		t.Run(goos, func(t *testing.T) {
 			cmd := exec.Command("go", "list", "-e", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{range .Deps}} {{.}}{{end}}{{"\n"}}{{end}}`, "anet.dev/anet/cmd/...")
@@ -104,11 +91,7 @@ func TestReleaseBinariesLinkNoTestPackages(t *testing.T) {
 				}
 				bins[filepath.Base(f[0])] = true
 				for _, d := range f[1:] {
-					if !isTestPackage(d) {
-						continue
-					}
-					linked[d] = true
-					if _, ok := pendingTestPackages[d]; !ok {
+					if isTestPackage(d) {
 						t.Errorf("%s links %s, a test package (GOOS=%s)", f[0], d, goos)
 					}
 				}
@@ -119,15 +102,5 @@ func TestReleaseBinariesLinkNoTestPackages(t *testing.T) {
 				}
 			}
 		})
-	}
-	var stale []string
-	for p := range pendingTestPackages {
-		if !linked[p] {
-			stale = append(stale, p)
-		}
-	}
-	sort.Strings(stale)
-	for _, p := range stale {
-		t.Errorf("pendingTestPackages lists %s, which no release binary links any more: remove the entry", p)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -137,7 +137,7 @@ func TestTunnelDNSResolverH5(t *testing.T) {
 }
 
 // TestNoProxyFromEnvironmentH7: with every proxy variable pointing at a trap, tunnels and
-// direct.Dial still connect directly; the trap sees nothing.
+// dialer.Dial still connect directly; the trap sees nothing.
 func TestNoProxyFromEnvironmentH7(t *testing.T) {
 	trap := startTrap(t, "127.0.0.1:0")
 	for _, k := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"} {
@@ -156,12 +156,12 @@ func TestNoProxyFromEnvironmentH7(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := direct.Dial(ctx, "tcp", up.addr)
+	c, err := dialer.Dial(ctx, "tcp", up.addr)
 	if err != nil {
-		t.Fatalf("direct.Dial(%s) = %v", up.addr, err)
+		t.Fatalf("dialer.Dial(%s) = %v", up.addr, err)
 	}
 	if c.RemoteAddr().String() != up.addr {
-		t.Errorf("direct.Dial connected to %s, want %s", c.RemoteAddr(), up.addr)
+		t.Errorf("dialer.Dial connected to %s, want %s", c.RemoteAddr(), up.addr)
 	}
 	c.Close()
 	if n := trap.conns.Load(); n != 0 {

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 )
 
 // Benchmarks for `make bench`: tunnel throughput and set-up time through the egress proxy,
@@ -87,8 +87,8 @@ func benchProxy(b *testing.B, to string) string { return benchProxyOn(b, to, "tc
 // latter being how pkg/endpoint serves a run.
 func benchProxyOn(b *testing.B, to, network string) string {
 	b.Helper()
-	direct.AnetTestRedirect(pypiIP+":443", to)
-	b.Cleanup(func() { direct.AnetTestRedirect(pypiIP+":443", "") })
+	dialer.AnetTestRedirect(pypiIP+":443", to)
+	b.Cleanup(func() { dialer.AnetTestRedirect(pypiIP+":443", "") })
 	p, err := NewProxy(Policy{Allow: []string{"pypi.org"}, Limits: Limits{
 		OpenTunnels: 1 << 20, TotalTunnels: 1 << 30, SentBytes: 1 << 60, ReceivedBytes: 1 << 60,
 	}}, Options{Resolver: staticResolver{"pypi.org": addrs(pypiIP)}, Logger: discardLogger()})

@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"time"
 
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 )
 
 // dialPlan is how the checked addresses of one name are tried (RFC 8305).
@@ -82,7 +82,7 @@ func dialHappy(ctx context.Context, addrs []netip.Addr, port uint16, plan dialPl
 		go func() {
 			actx, acancel := context.WithTimeout(ctx, plan.attempt)
 			defer acancel()
-			c, err := direct.Dial(actx, "tcp", ap.String())
+			c, err := dialer.Dial(actx, "tcp", ap.String())
 			results <- dialResult{c, ap, err}
 		}()
 	}

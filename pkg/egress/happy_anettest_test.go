@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 )
 
 // startBlackhole returns a loopback address that drops every SYN sent to it: a listener with
@@ -37,7 +37,7 @@ func startBlackhole(t *testing.T) string {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 	// Fill the queue: this connection completes and is never accepted.
-	filler, err := direct.Dial(t.Context(), "tcp", addr)
+	filler, err := dialer.Dial(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatalf("fill the blackhole's queue: %v", err)
 	}

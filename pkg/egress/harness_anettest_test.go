@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -184,8 +184,8 @@ func startTrap(t *testing.T, addr string) *trap {
 
 func redirectTo(t *testing.T, from, to string) {
 	t.Helper()
-	direct.AnetTestRedirect(from, to)
-	t.Cleanup(func() { direct.AnetTestRedirect(from, "") })
+	dialer.AnetTestRedirect(from, to)
+	t.Cleanup(func() { dialer.AnetTestRedirect(from, "") })
 }
 
 // countingResolver answers from a table and counts lookups; next, when set, replaces the

@@ -16,11 +16,11 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/modelproxy"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // The per-request cost of a run's endpoint in the set-up `make bench-compare` measures
@@ -39,7 +39,7 @@ const (
 
 type benchSetup struct {
 	ca  *testkit.CA
-	up  *modelproxytest.Upstream
+	up  *standin.Upstream
 	dir string
 	k   keys.Keys
 }
@@ -49,10 +49,10 @@ func newBenchSetup(b *testing.B) *benchSetup {
 	if err != nil {
 		b.Fatal(err)
 	}
-	up := modelproxytest.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", benchModel)
+	up := standin.NewUpstream(ca, benchKey, "bench-placeholder-that-is-never-sent-anywhere", benchModel)
 	b.Cleanup(up.Close)
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	b.Cleanup(func() { direct.AnetTestRedirect("api.anthropic.com:443", "") })
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	b.Cleanup(func() { dialer.AnetTestRedirect("api.anthropic.com:443", "") })
 	dir, err := os.MkdirTemp("/tmp", "anet-epb-")
 	if err != nil {
 		b.Fatal(err)

@@ -26,7 +26,10 @@ import (
 	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/rules"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/secret"
 )
 
 // SocketName is the endpoint socket's default name inside the run directory.
@@ -42,7 +45,7 @@ type Options struct {
 	SocketName string
 	// Catalog is the models catalog, loaded once by the caller (anet-egress, at start and on
 	// each reload) and shared by runs; nil is the built-in list.
-	Catalog *modelproxy.Catalog
+	Catalog *rules.Catalog
 	// RootCAs verifies the model upstream; nil is the system store.
 	RootCAs *x509.CertPool
 	// Transport replaces the model upstream transport (benchmarks); nil is the default.
@@ -94,23 +97,23 @@ type Endpoint struct {
 
 // resolve is what an endpoint for p needs before it listens: the upstream (E10), its key,
 // and the rule engine with the pinned model (E2).
-func resolve(p Policy, k keys.Keys, cat *modelproxy.Catalog) (modelproxy.Upstream, keys.Secret, *modelproxy.Engine, error) {
-	up, err := modelproxy.UpstreamFor(p.Agent, p.APIBase)
+func resolve(p Policy, k keys.Keys, cat *rules.Catalog) (upstream.Upstream, secret.Value, *rules.Engine, error) {
+	up, err := upstream.For(p.Agent, p.APIBase)
 	if err != nil {
-		return up, keys.Secret{}, nil, err
+		return up, secret.Value{}, nil, err
 	}
 	key, ok := k.Get(up.KeyProvider)
 	if !ok {
-		return up, keys.Secret{}, nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
+		return up, secret.Value{}, nil, reasons.New(reasons.NoAPIKey, "provider "+up.KeyProvider)
 	}
 	if cat == nil {
-		if cat, err = modelproxy.Builtin(); err != nil {
-			return up, keys.Secret{}, nil, err
+		if cat, err = rules.Builtin(); err != nil {
+			return up, secret.Value{}, nil, err
 		}
 	}
-	eng, err := modelproxy.NewEngine(up, p.Model, cat)
+	eng, err := rules.NewEngine(up, p.Model, cat)
 	if err != nil {
-		return up, keys.Secret{}, nil, err
+		return up, secret.Value{}, nil, err
 	}
 	return up, key, eng, nil
 }
@@ -119,7 +122,7 @@ func resolve(p Policy, k keys.Keys, cat *modelproxy.Catalog) (modelproxy.Upstrea
 // it (upstream, key, pinned model), without opening anything; it returns the model the run
 // would be pinned to. `anet doctor` asks it of the running anet-egress, or of `anet-egress
 // check` when no anetd runs. cat is as Options.Catalog.
-func Check(p Policy, k keys.Keys, cat *modelproxy.Catalog) (string, error) {
+func Check(p Policy, k keys.Keys, cat *rules.Catalog) (string, error) {
 	if err := p.Validate(); err != nil {
 		return "", err
 	}

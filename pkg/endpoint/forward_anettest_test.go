@@ -13,9 +13,8 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
-	"anet.dev/anet/pkg/modelproxy"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -35,7 +34,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			logs := &modelproxytest.LogBuffer{}
+			logs := &standin.LogBuffer{}
 			key := testKey
 			k := loadKeys(t, "anthropic: "+key+"\nopenai: "+key+"\n")
 			e, err := Open(shortDir(t), Policy{RunID: "r-" + c.agent, Agent: c.agent}, k, nil,
@@ -44,10 +43,10 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 				t.Fatalf("Open: %v", err)
 			}
 			defer e.Close()
-			up := modelproxytest.NewUpstream(ca, key, e.Placeholder(), e.Model())
+			up := standin.NewUpstream(ca, key, e.Placeholder(), e.Model())
 			defer up.Close()
-			direct.AnetTestRedirect(c.provider+":443", up.Addr())
-			defer direct.AnetTestRedirect(c.provider+":443", "")
+			dialer.AnetTestRedirect(c.provider+":443", up.Addr())
+			defer dialer.AnetTestRedirect(c.provider+":443", "")
 
 			h := http.Header{}
 			if c.auth == "X-Api-Key" {
@@ -55,7 +54,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 			} else {
 				h.Set("Authorization", "Bearer "+e.Placeholder())
 			}
-			h.Set("Cookie", "c="+modelproxytest.AgentCred)
+			h.Set("Cookie", "c="+standin.AgentCred)
 			resp, body := call(t, unixClient(e.SocketPath()), "POST", c.path, h, c.body)
 			if resp.StatusCode != 200 || !strings.Contains(body, "hello") {
 				t.Fatalf("POST %s = %d %s, want 200 from the fake upstream", c.path, resp.StatusCode, body)
@@ -98,11 +97,11 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	defer e.Close()
-	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
+	up := standin.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
-	up.SetUsage(modelproxytest.Usage{Input: 2000, Output: 3000}) // 200 + 1500 = 1700 µ a stream
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
+	up.SetUsage(standin.Usage{Input: 2000, Output: 3000}) // 200 + 1500 = 1700 µ a stream
 
 	c := unixClient(e.SocketPath())
 	h := http.Header{"X-Api-Key": {e.Placeholder()}}
@@ -117,11 +116,11 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 		}
 		ok++
 	}
-	if !strings.Contains(last, "anet: "+reasons.Text(modelproxy.SpendLimit)) {
+	if !strings.Contains(last, "anet: "+reasons.Text(reasons.SpendLimit)) {
 		t.Fatalf("after %d streams the loop ended with %q, want spend_limit", ok, last)
 	}
 	u := e.Usage().Model
-	if u.Refusals[modelproxy.SpendLimit] != 1 || u.Spend.Cost > allowance || u.Spend.Responses != int64(ok) || ok < 4 {
+	if u.Refusals[reasons.SpendLimit] != 1 || u.Spend.Cost > allowance || u.Spend.Responses != int64(ok) || ok < 4 {
 		t.Fatalf("usage %+v after %d streams: want one spend_limit, spend within %s", u, ok, allowance)
 	}
 
@@ -167,10 +166,10 @@ func TestFallbackExtrasNeverReachUpstreamE4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	up := modelproxytest.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
+	up := standin.NewUpstream(ca, testKey, e.Placeholder(), e.Model())
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
 	h := http.Header{"X-Api-Key": {e.Placeholder()}}
 	const msg = `"model":"haiku","max_tokens":100,"messages":[{"role":"user","content":"hi"}]`
 	for _, tc := range []struct{ name, fallback, want string }{
@@ -211,16 +210,16 @@ func TestRunsShareUpstreamConnectionsQ1(t *testing.T) {
 		}
 		return e
 	}
-	up := modelproxytest.NewUpstream(ca, testKey, "not-a-placeholder-of-these-runs", "claude-haiku-5-5")
+	up := standin.NewUpstream(ca, testKey, "not-a-placeholder-of-these-runs", "claude-haiku-5-5")
 	defer up.Close()
-	direct.AnetTestRedirect("api.anthropic.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.anthropic.com:443", "")
+	dialer.AnetTestRedirect("api.anthropic.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.anthropic.com:443", "")
 	fdsBefore := countFDs(t)
 
 	a, b := open("run-a"), open("run-b")
 	send := func(e *Endpoint, run string) {
 		h := http.Header{"X-Api-Key": {e.Placeholder()}, "User-Agent": {"agent-of-" + run},
-			"Anthropic-Beta": {"prompt-caching-2024-07-31"}, "Cookie": {"c=" + run + "-" + modelproxytest.AgentCred}}
+			"Anthropic-Beta": {"prompt-caching-2024-07-31"}, "Cookie": {"c=" + run + "-" + standin.AgentCred}}
 		body := `{"model":"haiku","max_tokens":64,"messages":[{"role":"user","content":"from ` + run + `"}]}`
 		resp, got := call(t, unixClient(e.SocketPath()), "POST", "/v1/messages", h, body)
 		if resp.StatusCode != 200 {

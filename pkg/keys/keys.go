@@ -18,13 +18,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"anet.dev/anet/pkg/config"
+	"anet.dev/anet/pkg/secret"
 )
 
 // Providers the node knows. "custom" is the key for the configured api_base.
@@ -33,32 +33,11 @@ var Providers = []string{"anthropic", "openai", "custom"}
 // maxFileSize bounds what we read: a keys file is a few hundred bytes.
 const maxFileSize = 64 << 10
 
-// Secret holds a key. Its formatting methods never reveal the value, so a Secret that reaches
-// a log line, an error or a JSON document by mistake prints as a redaction.
-type Secret struct{ v string }
-
-// NewSecret wraps v.
-func NewSecret(v string) Secret { return Secret{v: v} }
-
-// Reveal returns the value; call it only where the key is put on the wire upstream.
-func (s Secret) Reveal() string { return s.v }
-
-// Empty reports whether no key is set.
-func (s Secret) Empty() bool { return s.v == "" }
-
-func (s Secret) String() string                { return "[redacted]" }
-func (s Secret) GoString() string              { return "keys.Secret{[redacted]}" }
-func (s Secret) LogValue() slog.Value          { return slog.StringValue("[redacted]") }
-func (s Secret) MarshalJSON() ([]byte, error)  { return []byte(`"[redacted]"`), nil }
-func (s Secret) MarshalText() ([]byte, error)  { return []byte("[redacted]"), nil }
-func (s Secret) Format(f fmt.State, verb rune) { io.WriteString(f, "[redacted]") }
-func (s Secret) MarshalYAML() (any, error)     { return "[redacted]", nil }
-
 // Keys is the loaded keys file.
-type Keys struct{ m map[string]Secret }
+type Keys struct{ m map[string]secret.Value }
 
 // Get returns the key for provider.
-func (k Keys) Get(provider string) (Secret, bool) {
+func (k Keys) Get(provider string) (secret.Value, bool) {
 	s, ok := k.m[provider]
 	return s, ok && !s.Empty()
 }
@@ -86,7 +65,7 @@ func Load(path string) (Keys, error) {
 		return Keys{}, err
 	}
 	if f == nil {
-		return Keys{m: map[string]Secret{}}, nil
+		return Keys{m: map[string]secret.Value{}}, nil
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
@@ -109,20 +88,20 @@ func parse(path string, data []byte) (Keys, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return Keys{m: map[string]Secret{}}, nil
+			return Keys{m: map[string]secret.Value{}}, nil
 		}
 		// yaml errors quote the offending text, which could be part of a key: keep only
 		// the line number.
 		return Keys{}, invalid(path, "is not valid YAML"+yamlLine(err))
 	}
 	if len(doc.Content) == 0 {
-		return Keys{m: map[string]Secret{}}, nil
+		return Keys{m: map[string]secret.Value{}}, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		return Keys{}, invalid(path, fmt.Sprintf("line %d: must be a mapping of provider: key", root.Line))
 	}
-	m := map[string]Secret{}
+	m := map[string]secret.Value{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		known := false
@@ -144,7 +123,7 @@ func parse(path string, data []byte) (Keys, error) {
 		if strings.ContainsAny(val, "\r\n\t ") {
 			return Keys{}, invalid(path, fmt.Sprintf("line %d: %s: the key contains white space", v.Line, k.Value))
 		}
-		m[k.Value] = NewSecret(val)
+		m[k.Value] = secret.New(val)
 	}
 	return Keys{m: m}, nil
 }

@@ -1,6 +1,6 @@
 // Package logging builds the node's structured loggers (log/slog, text to stderr, which
 // journald collects). Secrets are redacted here, at the logger, rather than at each call, by
-// what the value is: a secret type (one with a Reveal method, like keys.Secret) or text that
+// what the value is: a secret type (one with a Reveal method, like secret.Value) or text that
 // carries a model-service key is redacted under any key; text under a key that names a
 // credential is redacted too. Numbers, booleans, durations and times are never secrets and
 // always print: `refused_without_token=3` is a count, not a token.
@@ -71,7 +71,7 @@ const redacted = "[redacted]"
 
 // keyPrefixes begin the keys of the model services the keys file holds (anthropic:
 // sk-ant-…, openai: sk-… and sk-proj-…); a custom service's key has no known shape, and is
-// kept out of logs by its type (keys.Secret).
+// kept out of logs by its type (secret.Value).
 var keyPrefixes = []string{"sk-"}
 
 // minKeyTail is how many key characters must follow a prefix: real keys carry dozens, while

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/modelproxy/upstream"
+	"anet.dev/anet/pkg/secret"
 )
 
 // BenchmarkModelRequestLatency measures the latency the model proxy adds per request (make
@@ -111,8 +112,8 @@ func BenchmarkModelRequestLatency(b *testing.B) {
 func BenchmarkStreamEventDelay(b *testing.B) {
 	h := newHarness(b, "claude", "", Limits{})
 	h.proxy.limits = Limits{Requests: 1 << 40, BodyBytes: 8 << 20, TotalBytes: 1 << 50}
-	up, _ := UpstreamFor("claude", "")
-	bare, err := New(h.proxy.eng, up, Options{Placeholder: h.ph, Key: keys.NewSecret(h.key), RootCAs: h.upRoots})
+	up, _ := upstream.For("claude", "")
+	bare, err := New(h.proxy.eng, up, Options{Placeholder: h.ph, Key: secret.New(h.key), RootCAs: h.upRoots})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,15 +5,17 @@ import (
 	"testing"
 
 	"anet.dev/anet/pkg/limits"
+	"anet.dev/anet/pkg/modelproxy/rules"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
 // E9: every sentence an agent can read is in the reason catalog.
 func TestCodesRegisteredE9(t *testing.T) {
-	for _, c := range []reasons.Code{EndpointNotAllowed, PlaceholderMissing, BodyEncoded, BodyNotJSON,
-		BodyNotObject, BodyTooLarge, RequestLimit, RequestDataLimit, ServerToolRefused, BlockRefused,
-		MCPServersRefused, ContainerRefused, MediaRefused, StorageRefused, FieldNotAllowed, FieldInvalid,
-		PrefillRefused, HeaderInvalid, UpstreamFailed, APIBaseRefused, APIBaseInvalid} {
+	for _, c := range []reasons.Code{rules.EndpointNotAllowed, PlaceholderMissing, rules.BodyEncoded, rules.BodyNotJSON,
+		rules.BodyNotObject, BodyTooLarge, RequestLimit, RequestDataLimit, rules.ServerToolRefused, rules.BlockRefused,
+		rules.MCPServersRefused, rules.ContainerRefused, rules.MediaRefused, rules.StorageRefused, rules.FieldNotAllowed, rules.FieldInvalid,
+		rules.PrefillRefused, rules.HeaderInvalid, UpstreamFailed, upstream.APIBaseRefused, upstream.APIBaseInvalid} {
 		e, ok := reasons.Lookup(c)
 		if !ok || e.Text == "" || e.Requirement == "" {
 			t.Errorf("reasons.Lookup(%s) = %+v, %v, want a registered entry with text and requirement", c, e, ok)

@@ -14,9 +14,10 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
-	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/modelproxy/standin"
+	"anet.dev/anet/pkg/modelproxy/upstream"
+	"anet.dev/anet/pkg/secret"
 )
 
 type harness struct {
@@ -25,8 +26,8 @@ type harness struct {
 	ph    string
 	proxy *Proxy
 	front *httptest.Server
-	up    *modelproxytest.Upstream
-	logs  *modelproxytest.LogBuffer
+	up    *standin.Upstream
+	logs  *standin.LogBuffer
 	// upRoots trusts the fake upstream's certificate.
 	upRoots *x509.CertPool
 }
@@ -51,25 +52,25 @@ func newHarness(t testing.TB, agent, model string, lim Limits, opts ...func(*Opt
 // service, with characters an encoder escapes).
 func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, key: key, ph: randHex(t, 32), logs: &modelproxytest.LogBuffer{}}
+	h := &harness{t: t, key: key, ph: randHex(t, 32), logs: &standin.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
-	up, _ := UpstreamFor(agent, "")
+	up, _ := upstream.For(agent, "")
 	ca, err := testkit.NewCA(up.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.upRoots = ca.Pool
-	h.up = modelproxytest.NewUpstream(ca, h.key, h.ph, e.Model())
+	h.up = standin.NewUpstream(ca, h.key, h.ph, e.Model())
 	t.Cleanup(func() {
 		h.up.Close()
 		for _, p := range h.up.Problems() {
 			t.Errorf("fake upstream: %s", p)
 		}
 	})
-	direct.AnetTestRedirect(up.Addr(), h.up.Addr())
-	t.Cleanup(func() { direct.AnetTestRedirect(up.Addr(), "") })
+	dialer.AnetTestRedirect(up.Addr(), h.up.Addr())
+	t.Cleanup(func() { dialer.AnetTestRedirect(up.Addr(), "") })
 	o := Options{
-		Placeholder: h.ph, Key: keys.NewSecret(h.key), Limits: lim, RootCAs: ca.Pool,
+		Placeholder: h.ph, Key: secret.New(h.key), Limits: lim, RootCAs: ca.Pool,
 		Logger: slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 	for _, f := range opts {
@@ -95,11 +96,11 @@ func (h *harness) do(method, path string, hdrs http.Header, body string) (*http.
 		h.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+h.ph)
-	req.Header.Set("Cookie", "session="+modelproxytest.AgentCred)
-	req.Header.Set("Anthropic-Workspace-Id", modelproxytest.AgentCred)
-	req.Header.Set("OpenAI-Organization", modelproxytest.AgentCred)
-	req.Header.Set("Proxy-Authorization", "Basic "+modelproxytest.AgentCred)
-	req.Header.Set("X-Forwarded-For", modelproxytest.AgentCred)
+	req.Header.Set("Cookie", "session="+standin.AgentCred)
+	req.Header.Set("Anthropic-Workspace-Id", standin.AgentCred)
+	req.Header.Set("OpenAI-Organization", standin.AgentCred)
+	req.Header.Set("Proxy-Authorization", "Basic "+standin.AgentCred)
+	req.Header.Set("X-Forwarded-For", standin.AgentCred)
 	for k, vs := range hdrs {
 		req.Header.Del(k)
 		for _, v := range vs {

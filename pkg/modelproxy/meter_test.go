@@ -14,9 +14,12 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/rules"
+	"anet.dev/anet/pkg/modelproxy/standin"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/secret"
 )
 
 // The built-in prices (models.yaml) the tests meter at, in micro-units per million tokens.
@@ -24,16 +27,6 @@ const (
 	haikuIn, haikuOut, haikuCacheWrite, haikuCacheRead = 100_000, 500_000, 125_000, 10_000
 	lunaIn, lunaOut, lunaCacheRead                     = 100_000, 500_000, 10_000
 )
-
-// settledWait blocks until no request is in flight: the client can have a whole answer
-// before the proxy's handler has settled it.
-func (m *meter) settledWait() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for m.inflight > 0 {
-		m.idle.Wait()
-	}
-}
 
 // ceilDiv is the one rounding of the cost formula: up, to a whole micro-unit.
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
@@ -45,7 +38,7 @@ func (h *harness) sent(path, body string, hdr http.Header) (*http.Response, stri
 	before := h.proxy.Usage().Spend
 	resp, b := h.do("POST", path, hdr, body)
 	// The client can have the whole answer before the handler has settled it.
-	h.proxy.meter.settledWait()
+	h.proxy.meter.AnetTestSettled()
 	after := h.proxy.Usage().Spend
 	after.Cost -= before.Cost
 	after.Responses -= before.Responses
@@ -68,7 +61,7 @@ func (h *harness) lastBodyLen() int64 {
 // K1: the cost of every API's answer, JSON and streamed, with and without usage and with
 // cache tokens, is the fake's usage × the pinned model's prices, to the micro-unit.
 func TestMeteredCostK1(t *testing.T) {
-	u := modelproxytest.Usage{Input: 12345, Output: 6789, CacheWrite: 2000, CacheRead: 50000, Reasoning: 789}
+	u := standin.Usage{Input: 12345, Output: 6789, CacheWrite: 2000, CacheRead: 50000, Reasoning: 789}
 	// Anthropic: input excludes the cache classes, which have their own prices:
 	// 12345×0.1 + 6789×0.5 + 2000×0.125 + 50000×0.01 = 1234.5 + 3394.5 + 250 + 500 = 5379.
 	anthropicCost := ceilDiv(12345*haikuIn+6789*haikuOut+2000*haikuCacheWrite+50000*haikuCacheRead, 1e6)
@@ -108,7 +101,7 @@ func TestMeteredCostK1(t *testing.T) {
 				t.Fatalf("reasoning tokens = %d, want 789", s.Tokens.Reasoning)
 			}
 			// Without usage (or with the stream cut before it): the estimate, counted.
-			for _, miss := range []modelproxytest.Usage{{Omit: true}, {Input: 1, Output: 1, Cut: true}} {
+			for _, miss := range []standin.Usage{{Omit: true}, {Input: 1, Output: 1, Cut: true}} {
 				if miss.Cut && !strings.Contains(c.body, `"stream":true`) {
 					continue
 				}
@@ -138,7 +131,7 @@ func TestMeteredCostK1(t *testing.T) {
 // client that asked gets it unchanged; both are metered.
 func TestChatStreamUsageChunkK1(t *testing.T) {
 	h := newHarness(t, "codex", "", Limits{})
-	h.up.SetUsage(modelproxytest.Usage{Input: 1000, Output: 2000})
+	h.up.SetUsage(standin.Usage{Input: 1000, Output: 2000})
 	want := ceilDiv(1000*lunaIn+2000*lunaOut, 1e6)
 	for _, c := range []struct {
 		name, options string
@@ -173,7 +166,7 @@ func TestMeterUnbilledK1(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, "claude", "", Limits{})
-			h.up.SetUsage(modelproxytest.Usage{Input: 1e6, Output: 1e6})
+			h.up.SetUsage(standin.Usage{Input: 1e6, Output: 1e6})
 			want := 200
 			if c.name == "error status" {
 				h.up.ForgetModels() // the fake answers 404 like the API for an unknown model
@@ -182,7 +175,7 @@ func TestMeterUnbilledK1(t *testing.T) {
 			if resp, b := h.do(c.method, c.path, nil, c.body); resp.StatusCode != want {
 				t.Fatalf("%s %s = %d %s, want %d", c.method, c.path, resp.StatusCode, b, want)
 			}
-			h.proxy.meter.settledWait()
+			h.proxy.meter.AnetTestSettled()
 			if s := h.proxy.Usage().Spend; s.Cost != 0 || s.Responses != 0 {
 				t.Fatalf("after %s: spend %+v, want nothing charged", c.name, s)
 			}
@@ -229,8 +222,8 @@ func TestSpendLimitEdgeK2(t *testing.T) {
 	body := func(maxTokens int) string {
 		return fmt.Sprintf(`{"max_tokens":%d,"messages":[{"role":"user","content":"what is 6*7?"}]}`, maxTokens)
 	}
-	worst := func(e *Engine, b string) int64 {
-		d := e.Apply(AnthropicMessages, hdr(), []byte(b))
+	worst := func(e *rules.Engine, b string) int64 {
+		d := e.Apply(rules.AnthropicMessages, hdr(), []byte(b))
 		return ceilDiv(ceilDiv(int64(len(d.Body)), 3)*haikuCacheWrite+d.MaxOutput*haikuOut, 1e6)
 	}
 	e := mustEngine(t, "claude", "", "")
@@ -238,13 +231,13 @@ func TestSpendLimitEdgeK2(t *testing.T) {
 	used := ceilDiv(1000*haikuIn+50*haikuOut, 1e6) // the fake's usage: 125 µ
 	allowance := money.Micros(w8192)
 	h := newHarness(t, "claude", "", Limits{}, func(o *Options) { o.Allowance = &allowance })
-	h.up.SetUsage(modelproxytest.Usage{Input: 1000, Output: 50})
+	h.up.SetUsage(standin.Usage{Input: 1000, Output: 50})
 
 	if resp, b, s := h.sent("/v1/messages", body(8192), nil); resp.StatusCode != 200 || int64(s.Cost) != used {
 		t.Fatalf("request with worst case = allowance (%d µ): %d %s, charged %d, want 200 and %d", w8192, resp.StatusCode, b, s.Cost, used)
 	}
 	resp, b, s := h.sent("/v1/messages", body(8192), nil)
-	if resp.StatusCode != 400 || resp.Header.Get("X-Anet-Reason") != string(SpendLimit) || s.Cost != 0 {
+	if resp.StatusCode != 400 || resp.Header.Get("X-Anet-Reason") != string(reasons.SpendLimit) || s.Cost != 0 {
 		t.Fatalf("request over the allowance by %d µ: %d %s (charged %d), want 400 spend_limit", used, resp.StatusCode, b, s.Cost)
 	}
 	for _, fig := range []string{"anet: ", money.Micros(w8192).String(), "allowance " + allowance.String(), "spent " + money.Micros(used).String(), "claude-haiku-5-5"} {
@@ -261,14 +254,14 @@ func TestSpendLimitEdgeK2(t *testing.T) {
 	if fit < 1024 {
 		t.Fatalf("only max_tokens %d fits in %d µ: the test would prove little", fit, left)
 	}
-	if resp, b, _ := h.sent("/v1/messages", body(fit+1), nil); resp.StatusCode != 400 || !strings.Contains(b, string(SpendLimit)) && !strings.Contains(b, "spending allowance") {
+	if resp, b, _ := h.sent("/v1/messages", body(fit+1), nil); resp.StatusCode != 400 || !strings.Contains(b, string(reasons.SpendLimit)) && !strings.Contains(b, "spending allowance") {
 		t.Fatalf("max_tokens %d (worst case %d > %d left): %d %s, want spend_limit", fit+1, worst(e, body(fit+1)), left, resp.StatusCode, b)
 	}
 	if resp, b, _ := h.sent("/v1/messages", body(fit), nil); resp.StatusCode != 200 {
 		t.Fatalf("max_tokens %d (worst case %d ≤ %d left): %d %s, want 200", fit, worst(e, body(fit)), left, resp.StatusCode, b)
 	}
-	h.proxy.meter.settledWait()
-	if u := h.proxy.Usage(); u.Refusals[SpendLimit] != 2 || u.Spend.Cost > allowance || *u.Spend.Allowance != allowance {
+	h.proxy.meter.AnetTestSettled()
+	if u := h.proxy.Usage(); u.Refusals[reasons.SpendLimit] != 2 || u.Spend.Cost > allowance || *u.Spend.Allowance != allowance {
 		t.Fatalf("usage = %+v, want 2 spend_limit refusals, spend ≤ allowance %d", u, allowance)
 	}
 }
@@ -279,7 +272,7 @@ func TestSpendLimitEdgeK2(t *testing.T) {
 func TestSpendLimitConcurrentK2(t *testing.T) {
 	const b = `{"max_tokens":1000,"stream":true,"messages":[{"role":"user","content":"x"}]}`
 	e := mustEngine(t, "claude", "", "")
-	d := e.Apply(AnthropicMessages, hdr(), []byte(b))
+	d := e.Apply(rules.AnthropicMessages, hdr(), []byte(b))
 	w := ceilDiv(ceilDiv(int64(len(d.Body)), 3)*haikuCacheWrite+d.MaxOutput*haikuOut, 1e6)
 	allowance := money.Micros(3*w + w/2)
 	h := newHarness(t, "claude", "", Limits{}, func(o *Options) { o.Allowance = &allowance })
@@ -330,10 +323,10 @@ func TestSpendLimitConcurrentK2(t *testing.T) {
 	}
 	free()
 	all.Wait()
-	h.proxy.meter.settledWait()
+	h.proxy.meter.AnetTestSettled()
 	u := h.proxy.Usage()
-	if refused != 7 || admitted != 3 || u.Refusals[SpendLimit] != 7 || len(h.up.Requests()) != 3 {
-		t.Fatalf("%d refused (%d spend_limit), %d admitted, %d forwarded; want 7, 7, 3, 3", refused, u.Refusals[SpendLimit], admitted, len(h.up.Requests()))
+	if refused != 7 || admitted != 3 || u.Refusals[reasons.SpendLimit] != 7 || len(h.up.Requests()) != 3 {
+		t.Fatalf("%d refused (%d spend_limit), %d admitted, %d forwarded; want 7, 7, 3, 3", refused, u.Refusals[reasons.SpendLimit], admitted, len(h.up.Requests()))
 	}
 	each := ceilDiv(100*haikuIn+900*haikuOut, 1e6)
 	if int64(u.Spend.Cost) != 3*each || u.Spend.Cost > allowance {
@@ -344,18 +337,18 @@ func TestSpendLimitConcurrentK2(t *testing.T) {
 // K1, K2: a run with an allowance needs prices; without an allowance an unpriced model is
 // metered in tokens only.
 func TestAllowanceNeedsPricesK1(t *testing.T) {
-	up, _ := UpstreamFor("opencode", "https://llm.example/v1")
-	cat, _ := LoadCatalog("")
-	e, err := NewEngine(up, "local-model", cat)
+	up, _ := upstream.For("opencode", "https://llm.example/v1")
+	cat, _ := rules.LoadCatalog("")
+	e, err := rules.NewEngine(up, "local-model", cat)
 	if err != nil {
 		t.Fatal(err)
 	}
 	zero := money.Micros(0)
-	_, err = New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: keys.NewSecret("k"), Allowance: &zero})
-	if err == nil || !strings.Contains(err.Error(), string(ModelUnpriced)) {
-		t.Fatalf("New(unpriced model, allowance) = %v, want %s", err, ModelUnpriced)
+	_, err = New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: secret.New("k"), Allowance: &zero})
+	if err == nil || !strings.Contains(err.Error(), string(reasons.ModelUnpriced)) {
+		t.Fatalf("New(unpriced model, allowance) = %v, want %s", err, reasons.ModelUnpriced)
 	}
-	if _, err := New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: keys.NewSecret("k")}); err != nil {
+	if _, err := New(e, up, Options{Placeholder: strings.Repeat("p", 32), Key: secret.New("k")}); err != nil {
 		t.Fatalf("New(unpriced model, no allowance) = %v, want a proxy", err)
 	}
 }

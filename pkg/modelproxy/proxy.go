@@ -2,10 +2,12 @@
 // the operator's key and applies the model rules (E2–E8) and the model-traffic limits (R1) to
 // every request an agent sends.
 //
-// The rule engine (Engine) is pure: request bytes and headers in, a Decision out. The HTTP
-// layer (Proxy) authenticates the run's placeholder token, enforces limits, runs the engine,
-// and hands the rewritten request to an httputil.ReverseProxy whose Rewrite only copies the
+// The policy is handed in: the rule engine (rules.Engine, pkg/modelproxy/rules) is pure,
+// request bytes and headers in, a Decision out. The mechanism is fixed here: the HTTP layer
+// (Proxy) authenticates the run's placeholder token, enforces limits, runs the engine, and
+// hands the rewritten request to an httputil.ReverseProxy whose Rewrite only copies the
 // decision and adds the key last — Rewrite cannot fail, so every refusal happens before it.
+// Each answer is scrubbed of the key on its way back and metered (pkg/modelproxy/metering).
 package modelproxy
 
 import (
@@ -23,12 +25,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/modelproxy/metering"
+	"anet.dev/anet/pkg/modelproxy/rules"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/secret"
 )
 
 // Options configure a Proxy. Zero values are safe defaults.
@@ -36,7 +40,7 @@ type Options struct {
 	// Placeholder is the run's token the agent must send; required.
 	Placeholder string
 	// Key is the operator's key for the upstream; required. Only Rewrite reveals it.
-	Key keys.Secret
+	Key secret.Value
 	// Limits default to R1's figures for each zero field.
 	Limits Limits
 	// Allowance is the run's spending allowance in micro-units (K2); nil means none (the
@@ -53,15 +57,15 @@ type Options struct {
 
 // Proxy is one run's model proxy; an http.Handler for the /v1/ paths of the endpoint.
 type Proxy struct {
-	eng    *Engine
-	up     Upstream
+	eng    *rules.Engine
+	up     upstream.Upstream
 	ph     []byte
-	key    keys.Secret
+	key    secret.Value
 	limits Limits
 	log    *slog.Logger
 	rp     *httputil.ReverseProxy
 	c      counters
-	meter  *meter
+	meter  *metering.Meter
 	// scrub takes the key, and the placeholder, out of every answer (E1).
 	scrub *keyScrub
 	// unmetered leaves response bodies unread (benchmarks measure what reading costs).
@@ -80,17 +84,17 @@ type stateKey struct{}
 
 // reqState carries the engine's decision from the wrapping handler into Rewrite.
 type reqState struct {
-	d     Decision
+	d     rules.Decision
 	path  string
 	query string
-	usage *usageState
+	usage *metering.Answer
 	// cw is the agent's side, reader what meters the answer (set for a 2xx answer).
 	cw     *countingWriter
-	reader *usageReader
+	reader *metering.Reader
 }
 
 // New builds the proxy for one run.
-func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
+func New(e *rules.Engine, up upstream.Upstream, o Options) (*Proxy, error) {
 	if len(o.Placeholder) < 32 {
 		return nil, errors.New("model proxy: placeholder must be at least 32 characters")
 	}
@@ -104,9 +108,9 @@ func New(e *Engine, up Upstream, o Options) (*Proxy, error) {
 		if *o.Allowance < 0 {
 			return nil, fmt.Errorf("model proxy: allowance %d is negative", *o.Allowance)
 		}
-		return nil, reasons.New(ModelUnpriced, "model "+e.Model())
+		return nil, reasons.New(reasons.ModelUnpriced, "model "+e.Model())
 	}
-	m := newMeter(e.Model(), e.Prices(), o.Allowance)
+	m := metering.New(e.Model(), e.Prices(), o.Allowance)
 	p := &Proxy{eng: e, up: up, ph: []byte(o.Placeholder), key: o.Key, limits: o.Limits.WithDefaults(), log: o.Logger, meter: m}
 	if p.log == nil {
 		p.log = slog.Default()
@@ -168,7 +172,7 @@ func (p *Proxy) enter() bool {
 // Usage returns the run's model traffic so far.
 func (p *Proxy) Usage() Usage {
 	u := p.c.snapshot()
-	u.Spend = p.meter.snapshot()
+	u.Spend = p.meter.Snapshot()
 	u.Upstream = p.upstreamStats.snapshot()
 	u.Upstream.KeyEchoes = p.scrub.echoes.Load()
 	return u
@@ -176,13 +180,13 @@ func (p *Proxy) Usage() Usage {
 
 // Finish makes the run's spend final once its server has stopped: it waits up to wait for
 // the requests still in flight to settle; any that has not is charged its worst case (K1).
-func (p *Proxy) Finish(wait time.Duration) { p.meter.finish(wait) }
+func (p *Proxy) Finish(wait time.Duration) { p.meter.Finish(wait) }
 
 // Limits returns the limits in force.
 func (p *Proxy) Limits() Limits { return p.limits }
 
 // Engine returns the rule engine.
-func (p *Proxy) Engine() *Engine { return p.eng }
+func (p *Proxy) Engine() *rules.Engine { return p.eng }
 
 // ServeHTTP answers one agent request: refused with a reason, answered locally, or forwarded,
 // and logged in one line either way.
@@ -192,8 +196,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	fam := p.eng.FamilyFor(path, r.Header)
 	var (
-		api   API
-		ref   *Refusal
+		api   rules.API
+		ref   *rules.Refusal
 		notes []string
 		in    int64
 	)
@@ -204,7 +208,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			api, ref, notes, in = p.serve(cw, r, path)
 		}()
 	} else {
-		ref = &Refusal{Code: UpstreamFailed, Status: http.StatusServiceUnavailable, Detail: "the run has ended"}
+		ref = &rules.Refusal{Code: UpstreamFailed, Status: http.StatusServiceUnavailable, Detail: "the run has ended"}
 	}
 	status := cw.status
 	if ref != nil {
@@ -220,7 +224,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // value into an interface) and the handler skips the call entirely below its level. The
 // record goes to the handler directly, without the caller's program counter: Logger would
 // walk the stack for it on every request, and the node's handlers never print a source.
-func (p *Proxy) logRequest(method, path string, api API, status int, in, out int64, d time.Duration, ref *Refusal, notes []string) {
+func (p *Proxy) logRequest(method, path string, api rules.API, status int, in, out int64, d time.Duration, ref *rules.Refusal, notes []string) {
 	ctx := context.Background()
 	h := p.log.Handler()
 	if !h.Enabled(ctx, slog.LevelInfo) {
@@ -240,9 +244,9 @@ func (p *Proxy) logRequest(method, path string, api API, status int, in, out int
 }
 
 // serve runs auth, routing, limits and rules; it forwards or returns the refusal to write.
-func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Refusal, []string, int64) {
+func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (rules.API, *rules.Refusal, []string, int64) {
 	if !p.authorized(r.Header) {
-		return "", &Refusal{Code: PlaceholderMissing, Status: http.StatusUnauthorized}, nil, 0
+		return "", &rules.Refusal{Code: PlaceholderMissing, Status: http.StatusUnauthorized}, nil, 0
 	}
 	api, ref := p.eng.Route(r.Method, path, r.Header)
 	if ref != nil {
@@ -256,7 +260,7 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 		return api, nil, nil, 0
 	}
 	if !p.c.takeRequest(p.limits.Requests) {
-		return api, refuse(RequestLimit, "limit %d", p.limits.Requests), nil, 0
+		return api, rules.Refuse(RequestLimit, "limit %d", p.limits.Requests), nil, 0
 	}
 	if r.ContentLength > p.limits.BodyBytes {
 		return api, tooLarge(p.limits.BodyBytes), nil, 0
@@ -264,35 +268,35 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 	body, err := readBody(r, p.limits.BodyBytes+1)
 	n := int64(len(body))
 	if err != nil {
-		return api, refuse(BodyNotJSON, "body could not be read"), nil, n
+		return api, rules.Refuse(rules.BodyNotJSON, "body could not be read"), nil, n
 	}
 	if n > p.limits.BodyBytes {
 		return api, tooLarge(p.limits.BodyBytes), nil, n
 	}
 	if !p.c.takeBytes(n, p.limits.TotalBytes) {
-		return api, refuse(RequestDataLimit, "limit %d bytes", p.limits.TotalBytes), nil, n
+		return api, rules.Refuse(RequestDataLimit, "limit %d bytes", p.limits.TotalBytes), nil, n
 	}
 	d := p.eng.Apply(api, r.Header, body)
 	if d.Refusal != nil {
 		return api, d.Refusal, d.Notes, n
 	}
 	upPath, q := p.eng.UpstreamPath(api, r.URL.RawQuery)
-	st := &reqState{d: d, path: upPath, query: q, usage: &usageState{}, cw: w}
-	if api != AnthropicCountTokens { // counting tokens is free
+	st := &reqState{d: d, path: upPath, query: q, usage: &metering.Answer{}, cw: w}
+	if api != rules.AnthropicCountTokens { // counting tokens is free
 		// K2: the request's worst case is reserved before it leaves, and settled on what its
 		// response reports when it ends, however it ends (the proxy aborts a broken stream
 		// by panicking, so the settling is deferred).
-		worst := p.meter.worstCase(len(d.Body), d.MaxOutput)
-		if ref := p.meter.reserve(worst, len(d.Body), d.MaxOutput); ref != nil {
+		worst := p.meter.WorstCase(len(d.Body), d.MaxOutput)
+		if ref := p.meter.Reserve(worst, len(d.Body), d.MaxOutput); ref != nil {
 			return api, ref, d.Notes, n
 		}
 		defer func() {
 			w.end() // what was held back is metered too
 			w.tap = nil
 			if st.reader != nil {
-				st.reader.end() // what came last: a JSON answer, an event without its blank line
+				st.reader.End() // what came last: a JSON answer, an event without its blank line
 			}
-			p.meter.settle(worst, st.usage.outcome())
+			p.meter.Settle(worst, st.usage.Outcome())
 			// A JSON answer of known length leaves now, metered: its last bytes reach the
 			// agent once the run's usage counts them, and no work of this request is left
 			// to compete with the agent for the CPU once it has them.
@@ -303,7 +307,7 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (API, *Re
 	// is fully written is not reported reliably when the agent hangs up, so having had a
 	// connection is what makes a request billable.
 	ctx := httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { st.usage.sent.Store(true) },
+		GotConn: func(httptrace.GotConnInfo) { st.usage.MarkSent() },
 	})
 	p.c.forwarded.Add(1)
 	p.c.upstream.Add(int64(len(d.Body)))
@@ -344,8 +348,8 @@ type bufferPool struct{ p sync.Pool }
 func (b *bufferPool) Get() []byte  { return *b.p.Get().(*[]byte) }
 func (b *bufferPool) Put(s []byte) { b.p.Put(&s) }
 
-func tooLarge(max int64) *Refusal {
-	return &Refusal{Code: BodyTooLarge, Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("limit %d bytes", max)}
+func tooLarge(max int64) *rules.Refusal {
+	return &rules.Refusal{Code: BodyTooLarge, Status: http.StatusRequestEntityTooLarge, Detail: fmt.Sprintf("limit %d bytes", max)}
 }
 
 // authorized compares the placeholder in x-api-key or Authorization: Bearer in constant time.
@@ -360,7 +364,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	// The engine built this header set for this request alone; the decision lets go of it,
 	// so that nothing but the outbound request ever holds the key.
 	pr.Out.Header, st.d.Header = st.d.Header, nil
-	if st.d.API.Family() == FamilyAnthropic {
+	if st.d.API.Family() == upstream.FamilyAnthropic {
 		pr.Out.Header.Set("X-Api-Key", p.key.Reveal())
 	} else {
 		pr.Out.Header.Set("Authorization", "Bearer "+p.key.Reveal())
@@ -385,9 +389,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 		delete(resp.Header, h) // canonical already: the transport canonicalises what it reads
 	}
 	st, ok := resp.Request.Context().Value(stateKey{}).(*reqState)
-	if ref := checkEncoding(resp.Header); ref != nil {
+	if ref := rules.CheckEncoding(resp.Header); ref != nil {
 		if ok {
-			st.usage.status = resp.StatusCode // the upstream answered: a success is billed
+			st.usage.SetStatus(resp.StatusCode) // the upstream answered: a success is billed
 		}
 		return fmt.Errorf("%w (%s)", errAnswerEncoded, ref.Detail)
 	}
@@ -414,123 +418,14 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		p.upstreamStats.failed(msg)
 	}
 	p.log.Warn("model upstream failed", "host", p.up.Host, "err", msg)
-	writeRefusal(w, st.d.API.Family(), &Refusal{Code: code, Status: http.StatusBadGateway})
+	writeRefusal(w, st.d.API.Family(), &rules.Refusal{Code: code, Status: http.StatusBadGateway})
 }
 
-func writeRefusal(w http.ResponseWriter, f Family, r *Refusal) {
-	b := ErrorBody(f, r)
+func writeRefusal(w http.ResponseWriter, f upstream.Family, r *rules.Refusal) {
+	b := rules.ErrorBody(f, r)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.Header().Set("X-Anet-Reason", string(r.Code))
 	w.WriteHeader(r.Status)
 	w.Write(b)
 }
-
-// countingWriter is the agent's side of every answer. It takes the operator's key out of the
-// headers and the body (E1), counts the bytes (into the run's total as they are written, so
-// that Usage is current once the agent has the bytes) and keeps flushing reachable for SSE.
-type countingWriter struct {
-	http.ResponseWriter
-	total  *atomic.Int64
-	n      int64
-	status int
-	// tap, when set, reads what was written for usage (K1: metering). It reads
-	// the agent's bytes, redacted: the same length as the upstream's, and the usage reader
-	// never keeps a copy of the key.
-	tap func([]byte)
-
-	scrub *keyScrub
-	// held is the end of what was written that may be the beginning of the key; it leaves
-	// with the next write that shows it is not, or at end.
-	held, buf []byte
-	echoed    echo
-	// stream: the answer is an event stream or of unknown length, so each piece is
-	// flushed to the agent before tap reads it. A JSON answer of known length is flushed
-	// whole once metered (see serve).
-	stream bool
-}
-
-// WriteHeader sends the headers redacted; every header set leaves through here or through the
-// first Write, the 1xx ones the ReverseProxy relays included.
-func (c *countingWriter) WriteHeader(s int) {
-	c.scrubHeader()
-	if c.status == 0 && s >= 200 {
-		c.status = s
-	}
-	c.ResponseWriter.WriteHeader(s)
-}
-
-func (c *countingWriter) scrubHeader() {
-	c.found(c.scrub.header(c.ResponseWriter.Header()))
-}
-
-// found records the secrets an answer held, each once per answer.
-func (c *countingWriter) found(what echo) {
-	if what &^= c.echoed; what != 0 {
-		c.echoed |= what
-		c.scrub.echoed(what)
-	}
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	if c.status == 0 {
-		c.scrubHeader()
-		c.status = http.StatusOK
-	}
-	data, owned := b, false
-	if len(c.held) > 0 {
-		c.buf = append(append(c.buf[:0], c.held...), b...)
-		c.held = c.held[:0]
-		data, owned = c.buf, true
-	}
-	out, hold, found := c.scrub.body(data, owned, false, &c.buf)
-	c.found(found)
-	c.held = append(c.held, data[len(data)-hold:]...)
-	if err := c.send(out); err != nil {
-		return 0, err
-	}
-	return len(b), nil
-}
-
-// send writes redacted bytes to the agent, counts them and meters them.
-func (c *countingWriter) send(b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	n, err := c.ResponseWriter.Write(b)
-	c.n += int64(n)
-	c.total.Add(int64(n))
-	if c.tap != nil {
-		if c.stream {
-			// An event reaches the agent before it is read for usage; the proxy's own
-			// flush after this finds nothing.
-			c.Flush()
-		}
-		c.tap(b[:n])
-	}
-	return err
-}
-
-// end is the answer's end (called again, it finds nothing to do): the bytes held back leave,
-// redacted as they stand (they may hold a short pattern that waited on a longer one), and the
-// trailers (in the header map by now) are redacted.
-func (c *countingWriter) end() {
-	if len(c.held) > 0 {
-		held := c.held
-		c.held = nil
-		out, _, found := c.scrub.body(held, true, true, &held)
-		c.found(found)
-		c.send(out)
-	}
-	c.scrubHeader()
-}
-
-func (c *countingWriter) Flush() {
-	if f, ok := c.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-		return
-	}
-	http.NewResponseController(c.ResponseWriter).Flush()
-}
-
-func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

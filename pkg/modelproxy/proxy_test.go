@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"anet.dev/anet/pkg/egress/direct"
-	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/modelproxy/rules"
+	"anet.dev/anet/pkg/modelproxy/standin"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/secret"
 )
 
 // claudeCodeBody is what claude 2.1.328 -p sends (as the pinned CLI was seen sending it).
@@ -25,7 +27,7 @@ var claudeCodeHeaders = http.Header{
 	"Anthropic-Beta":    {"claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,effort-2025-11-24"},
 	"Accept-Encoding":   {"gzip, deflate, br, zstd"},
 	"Content-Type":      {"application/json"},
-	"X-Api-Key":         {modelproxytest.AgentCred},
+	"X-Api-Key":         {standin.AgentCred},
 }
 
 // E1, E2, E3, E7, E11: a Claude Code turn reaches the fake upstream with the operator's key,
@@ -114,11 +116,11 @@ func TestProxyRefusalShapesE9(t *testing.T) {
 		etype  string
 	}{
 		{"no placeholder", "POST", "/v1/messages", http.Header{"Authorization": {"Bearer wrong"}}, `{}`, 401, PlaceholderMissing, "authentication_error"},
-		{"placeholder in x-api-key ok but tool refused", "POST", "/v1/messages", http.Header{"Authorization": nil, "X-Api-Key": {h.ph}}, `{"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, 400, ServerToolRefused, "invalid_request_error"},
-		{"files endpoint", "POST", "/v1/files", nil, `{}`, 404, EndpointNotAllowed, "not_found_error"},
-		{"batches", "POST", "/v1/messages/batches", nil, `{"requests":[]}`, 404, EndpointNotAllowed, "not_found_error"},
-		{"encoded path", "POST", "/v1/%6dessages", nil, `{}`, 404, EndpointNotAllowed, "not_found_error"},
-		{"gzip body", "POST", "/v1/messages", http.Header{"Content-Encoding": {"gzip"}}, `{}`, 400, BodyEncoded, "invalid_request_error"},
+		{"placeholder in x-api-key ok but tool refused", "POST", "/v1/messages", http.Header{"Authorization": nil, "X-Api-Key": {h.ph}}, `{"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, 400, rules.ServerToolRefused, "invalid_request_error"},
+		{"files endpoint", "POST", "/v1/files", nil, `{}`, 404, rules.EndpointNotAllowed, "not_found_error"},
+		{"batches", "POST", "/v1/messages/batches", nil, `{"requests":[]}`, 404, rules.EndpointNotAllowed, "not_found_error"},
+		{"encoded path", "POST", "/v1/%6dessages", nil, `{}`, 404, rules.EndpointNotAllowed, "not_found_error"},
+		{"gzip body", "POST", "/v1/messages", http.Header{"Content-Encoding": {"gzip"}}, `{}`, 400, rules.BodyEncoded, "invalid_request_error"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n := len(h.up.Requests())
@@ -143,15 +145,15 @@ func TestProxyRefusalShapesE9(t *testing.T) {
 		Error struct{ Message, Type, Code string }
 	}
 	json.Unmarshal(body, &e)
-	if resp.StatusCode != 400 || e.Error.Type != "invalid_request_error" || e.Error.Code != string(StorageRefused) || !strings.HasPrefix(e.Error.Message, "anet: "+reasons.Text(StorageRefused)) {
-		t.Fatalf("openai refusal = %d %s, want the OpenAI error shape with code %s", resp.StatusCode, body, StorageRefused)
+	if resp.StatusCode != 400 || e.Error.Type != "invalid_request_error" || e.Error.Code != string(rules.StorageRefused) || !strings.HasPrefix(e.Error.Message, "anet: "+reasons.Text(rules.StorageRefused)) {
+		t.Fatalf("openai refusal = %d %s, want the OpenAI error shape with code %s", resp.StatusCode, body, rules.StorageRefused)
 	}
 }
 
 // E6, E7 through the HTTP layer for Codex.
 func TestProxyCodexTurnE6(t *testing.T) {
 	h := newHarness(t, "codex", "", Limits{})
-	hdr := http.Header{"Chatgpt-Account-Id": {modelproxytest.AgentCred}, "Openai-Project": {modelproxytest.AgentCred}, "X-Codex-Window-Id": {"w"}}
+	hdr := http.Header{"Chatgpt-Account-Id": {standin.AgentCred}, "Openai-Project": {standin.AgentCred}, "X-Codex-Window-Id": {"w"}}
 	for _, c := range []struct{ path, body string }{
 		{"/v1/responses", `{"model":"gpt-6","store":false,"stream":false,"include":["reasoning.encrypted_content"],"input":[{"role":"user","content":"hi"}],"prompt_cache_key":"k"}`},
 		{"/v1/responses/compact", `{"model":"gpt-6","input":[{"role":"user","content":"hi"}]}`},
@@ -322,12 +324,12 @@ func TestProxyKeyNeverLeaks(t *testing.T) {
 	record(h.do("POST", "/v1/files", nil, `{}`))
 	record(h.do("POST", "/v1/messages", http.Header{"Authorization": {"Bearer " + h.key}}, `{}`))
 	// An unreachable upstream: the transport error is logged and answered.
-	up, _ := UpstreamFor("claude", "")
-	direct.AnetTestRedirect(up.Addr(), "127.0.0.1:1")
+	up, _ := upstream.For("claude", "")
+	dialer.AnetTestRedirect(up.Addr(), "127.0.0.1:1")
 	h.up.DropConnections()
 	record(h.do("POST", "/v1/messages", nil, `{"messages":[{"role":"user","content":"x"}]}`))
 	usage, _ := json.Marshal(h.proxy.Usage())
-	_, err := New(h.proxy.Engine(), up, Options{Placeholder: "short", Key: keys.NewSecret(h.key)})
+	_, err := New(h.proxy.Engine(), up, Options{Placeholder: "short", Key: secret.New(h.key)})
 	errText := fmt.Sprint(err)
 	for name, s := range map[string]string{"log": h.logs.String(), "answers": answers.String(), "usage": string(usage), "error": errText} {
 		if strings.Contains(s, h.key) {

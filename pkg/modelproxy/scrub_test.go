@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/modelproxy/rules"
+	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -125,7 +127,7 @@ func TestKeyScrubOwnRefusalE1(t *testing.T) {
 	k, _ := newKeyScrub(key, "up.example", slog.New(slog.DiscardHandler))
 	rec := httptest.NewRecorder()
 	cw := &countingWriter{ResponseWriter: rec, total: new(atomic.Int64), scrub: k}
-	writeRefusal(cw, FamilyAnthropic, &Refusal{Code: UpstreamFailed, Status: http.StatusBadGateway, Detail: "upstream said " + key})
+	writeRefusal(cw, upstream.FamilyAnthropic, &rules.Refusal{Code: UpstreamFailed, Status: http.StatusBadGateway, Detail: "upstream said " + key})
 	cw.end()
 	if strings.Contains(rec.Body.String(), key) || !strings.Contains(rec.Body.String(), string(k.marker)) {
 		t.Fatalf("refusal body %q", rec.Body.String())
@@ -254,7 +256,7 @@ func TestKeyScrubEventStreamE1(t *testing.T) {
 	if s.resp.ContentLength != -1 || len(s.resp.TransferEncoding) != 1 || s.resp.TransferEncoding[0] != "chunked" {
 		t.Fatalf("stream length %d, transfer encoding %v, want chunked", s.resp.ContentLength, s.resp.TransferEncoding)
 	}
-	h.proxy.meter.settledWait()
+	h.proxy.meter.AnetTestSettled()
 	if u := h.proxy.Usage(); u.BytesToAgent != int64(len(got)) || u.Upstream.KeyEchoes != 1 {
 		t.Fatalf("bytes to agent %d (the agent has %d), key echoes %d", u.BytesToAgent, len(got), u.Upstream.KeyEchoes)
 	}

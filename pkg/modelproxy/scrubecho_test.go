@@ -183,7 +183,7 @@ func TestUpstreamQuotesKeyMidStreamE1(t *testing.T) {
 	if !strings.HasPrefix(got, want) || len(got) != len(want)+len(php)+len("\"}}\n\n")+len("event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\n") {
 		t.Fatalf("the agent's stream is %q", got)
 	}
-	h.proxy.meter.settledWait()
+	h.proxy.meter.AnetTestSettled()
 	if u := h.proxy.Usage(); u.Spend.Tokens.Output != 9 || u.Upstream.KeyEchoes != 1 {
 		t.Fatalf("metered %+v, key echoes %d; want 9 out, 1 echo", u.Spend.Tokens, u.Upstream.KeyEchoes)
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/x509"
 	"net/http"
 	"sync"
+
+	"anet.dev/anet/pkg/modelproxy/upstream"
 )
 
 // Runs share upstream connections: one transport per (upstream, trust store), used by every
@@ -32,7 +34,7 @@ var shared struct {
 
 // acquireTransport returns the transport for up verified with roots, and the function that
 // gives it back. Each acquire must be released exactly once.
-func acquireTransport(up Upstream, roots *x509.CertPool) (*http.Transport, func()) {
+func acquireTransport(up upstream.Upstream, roots *x509.CertPool) (*http.Transport, func()) {
 	k := transportKey{scheme: up.Scheme, host: up.Host, roots: roots}
 	shared.mu.Lock()
 	defer shared.mu.Unlock()

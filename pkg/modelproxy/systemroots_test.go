@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // TestMain re-executes the test binary as a child that calls the upstream through
@@ -22,7 +22,7 @@ import (
 // so SSL_CERT_FILE can only be tested in a fresh one.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("ANET_MP_CHILD_UPSTREAM"); addr != "" {
-		direct.AnetTestRedirect("api.anthropic.com:443", addr)
+		dialer.AnetTestRedirect("api.anthropic.com:443", addr)
 		c := &http.Client{Transport: NewTransport(nil)}
 		resp, err := c.Post("https://api.anthropic.com/v1/messages/count_tokens", "application/json", strings.NewReader(`{}`))
 		if err != nil {
@@ -43,7 +43,7 @@ func TestSystemRootsAndNoProxyE11H7(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := modelproxytest.NewUpstream(ca, "k", "ph", "claude-haiku-5-5")
+	up := standin.NewUpstream(ca, "k", "ph", "claude-haiku-5-5")
 	defer up.Close()
 	pem := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(pem, ca.PEM, 0o600); err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 )
 
 // The run's usage says what the model service answered: statuses by code, and requests that
@@ -31,7 +31,7 @@ func TestUpstreamStatsInUsage(t *testing.T) {
 	ln.Close()
 	h.up.DropConnections()
 	h.proxy.rp.Transport.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-	direct.AnetTestRedirect("api.anthropic.com:443", dead)
+	dialer.AnetTestRedirect("api.anthropic.com:443", dead)
 	if resp, _ := h.do("POST", "/v1/messages", nil, msg); resp.StatusCode != 502 {
 		t.Fatalf("third request = %d, want 502", resp.StatusCode)
 	}

@@ -12,7 +12,7 @@
 //     only anet-egress may read, so the verdict is anet-egress's own: `anet-egress
 //     check` runs keys.Load, the function the serving helper uses;
 //   - the models override file, when the operator wrote one: anet-egress reads it too (with
-//     modelproxy.LoadCatalog, as `serve` does), in the same call as the keys file.
+//     rules.LoadCatalog, as `serve` does), in the same call as the keys file.
 package preflight
 
 import (
@@ -120,7 +120,7 @@ type ReloadKeysRequest struct {
 	Models string `json:"models,omitempty"`
 }
 
-// ModelsVerdict is the models override file's verdict by modelproxy.LoadCatalog, the
+// ModelsVerdict is the models override file's verdict by rules.LoadCatalog, the
 // function the serving helper loads it with.
 type ModelsVerdict struct {
 	OK      bool         `json:"ok"`
@@ -128,7 +128,7 @@ type ModelsVerdict struct {
 	Message string       `json:"message,omitempty"`
 }
 
-// ModelsVerdictOf is the verdict for the error of modelproxy.LoadCatalog.
+// ModelsVerdictOf is the verdict for the error of rules.LoadCatalog.
 func ModelsVerdictOf(err error) ModelsVerdict {
 	if err == nil {
 		return ModelsVerdict{OK: true}

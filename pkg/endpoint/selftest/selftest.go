@@ -28,13 +28,13 @@ import (
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/localca"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
 // run is one opened endpoint with its fake upstream.
 type run struct {
 	e           *endpoint.Endpoint
-	fake        *modelproxytest.Upstream
+	fake        *standin.Upstream
 	client      *http.Client
 	placeholder string
 }
@@ -58,7 +58,7 @@ func Run(ctx context.Context) (check.Report, error) {
 	if err != nil {
 		return check.Report{}, err
 	}
-	logs := &modelproxytest.LogBuffer{}
+	logs := &standin.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	var rep check.Report
@@ -123,7 +123,7 @@ func open(dir, agent string, ca *localca.Authority, k keys.Keys, log *slog.Logge
 		tunnel.Close()
 		return nil, fmt.Errorf("open %s endpoint: %w", agent, err)
 	}
-	fake := modelproxytest.NewUpstream(ca, keyOf(k, agent), e.Placeholder(), e.Model())
+	fake := standin.NewUpstream(ca, keyOf(k, agent), e.Placeholder(), e.Model())
 	mu.Lock()
 	fakeAddr = fake.Addr()
 	mu.Unlock()
@@ -157,8 +157,8 @@ func (r *run) post(ctx context.Context, path, body string, hdr map[string]string
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://127.0.0.1"+path, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+r.placeholder)
-	req.Header.Set("Anthropic-Workspace-Id", modelproxytest.AgentCred)
-	req.Header.Set("Cookie", "session="+modelproxytest.AgentCred)
+	req.Header.Set("Anthropic-Workspace-Id", standin.AgentCred)
+	req.Header.Set("Cookie", "session="+standin.AgentCred)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}

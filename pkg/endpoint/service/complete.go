@@ -13,6 +13,7 @@ import (
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -57,7 +58,7 @@ func (s *Service) complete(ctx context.Context, in egresswire.CompleteRequest) (
 	if err != nil {
 		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
-	eng, err := modelproxy.NewEngine(up, in.Model, cat)
+	eng, err := rules.NewEngine(up, in.Model, cat)
 	if err != nil {
 		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", err)
 	}
@@ -95,7 +96,7 @@ func (s *Service) complete(ctx context.Context, in egresswire.CompleteRequest) (
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if code := reasons.Code(w.header.Get("X-Anet-Reason")); code == modelproxy.SpendLimit {
+	if code := reasons.Code(w.header.Get("X-Anet-Reason")); code == reasons.SpendLimit {
 		// Refused before it left: the task cannot be answered within today's caps (K2).
 		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", reasons.New(code, reasons.Clip(strings.TrimSpace(w.body.String()), 300)))
 	}

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"anet.dev/anet/internal/testkit"
-	"anet.dev/anet/pkg/egress/direct"
+	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/egresswire"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -34,10 +34,10 @@ func TestCompleteThroughProxy(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			key := "sk-complete-" + c.name[:3] + "-7d1e"
-			up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", c.pinned)
+			up := standin.NewUpstream(ca, key, "no-placeholder-expected", c.pinned)
 			defer up.Close()
-			direct.AnetTestRedirect(c.host, up.Addr())
-			defer direct.AnetTestRedirect(c.host, "")
+			dialer.AnetTestRedirect(c.host, up.Addr())
+			defer dialer.AnetTestRedirect(c.host, "")
 			s := testServer(t, strings.ReplaceAll(c.keys, "%s", key))
 			s.rootCAs = ca.Pool
 			model := ""
@@ -74,11 +74,11 @@ func TestCompleteMeteredK1K2(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key = "sk-complete-metered-3c9a"
-	up := modelproxytest.NewUpstream(ca, key, "no-placeholder-expected", "gpt-6-luna")
+	up := standin.NewUpstream(ca, key, "no-placeholder-expected", "gpt-6-luna")
 	defer up.Close()
-	up.SetUsage(modelproxytest.Usage{Input: 1000, CacheRead: 500, Output: 2000, Reasoning: 300})
-	direct.AnetTestRedirect("api.openai.com:443", up.Addr())
-	defer direct.AnetTestRedirect("api.openai.com:443", "")
+	up.SetUsage(standin.Usage{Input: 1000, CacheRead: 500, Output: 2000, Reasoning: 300})
+	dialer.AnetTestRedirect("api.openai.com:443", up.Addr())
+	defer dialer.AnetTestRedirect("api.openai.com:443", "")
 	s := testServer(t, "openai: "+key+"\n")
 	s.rootCAs = ca.Pool
 
@@ -117,8 +117,8 @@ func TestCompleteFailureNeverQuotesTheKey(t *testing.T) {
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
-	direct.AnetTestRedirect("api.openai.com:443", ln.Addr().String())
-	defer direct.AnetTestRedirect("api.openai.com:443", "")
+	dialer.AnetTestRedirect("api.openai.com:443", ln.Addr().String())
+	defer dialer.AnetTestRedirect("api.openai.com:443", "")
 	s := testServer(t, "openai: "+key+"\n")
 	s.rootCAs = ca.Pool
 	rep, err := s.complete(context.Background(), egresswire.CompleteRequest{RunID: "r1", Task: "say hi"})

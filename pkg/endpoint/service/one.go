@@ -14,7 +14,7 @@ import (
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/privsep"
 )
 
@@ -78,7 +78,7 @@ func ServeOne(ctx context.Context, cfg OneConfig, stdout io.Writer, log *slog.Lo
 		}
 	}
 	// The models file is read once, as serve reads it.
-	cat, err := modelproxy.LoadCatalog(cfg.ModelsPath)
+	cat, err := rules.LoadCatalog(cfg.ModelsPath)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func ServeOne(ctx context.Context, cfg OneConfig, stdout io.Writer, log *slog.Lo
 // the CONNECT tunnel handler for the run's allowed hosts. Closing the endpoint ends both.
 // Both `endpoint` and `serve` open endpoints this way. log is not yet tagged with the run:
 // endpoint.Open adds the run id to its own lines, and the tunnel gets it here.
-func OpenEndpoint(sock string, p endpoint.Policy, k keys.Keys, cat *modelproxy.Catalog, log *slog.Logger) (*endpoint.Endpoint, error) {
+func OpenEndpoint(sock string, p endpoint.Policy, k keys.Keys, cat *rules.Catalog, log *slog.Logger) (*endpoint.Endpoint, error) {
 	// H3: no allowed host may be a model host, the api_base's included; checked here with
 	// the api_base, and again by the tunnel handler.
 	if err := egress.ValidateAllowList(p.Allow, []string{p.APIBase}); err != nil {

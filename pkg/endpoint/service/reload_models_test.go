@@ -15,7 +15,7 @@ import (
 	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -111,9 +111,9 @@ func TestReloadModelsKeepsTheLastGoodCatalog(t *testing.T) {
 		t.Fatalf("after an edit without reload, run pinned to %q, want claude-mini-6 (the file is read on reload only)", got)
 	}
 	a := reload(t, s, f)
-	_, want := modelproxy.LoadCatalog(f.models)
-	if a.Models == nil || a.Models.OK || a.Models.Code != modelproxy.ModelsFileInvalid || a.Models.Message != want.Error() {
-		t.Fatalf("reload of a broken file: models = %+v, want %s: %q", a.Models, modelproxy.ModelsFileInvalid, want)
+	_, want := rules.LoadCatalog(f.models)
+	if a.Models == nil || a.Models.OK || a.Models.Code != rules.ModelsFileInvalid || a.Models.Message != want.Error() {
+		t.Fatalf("reload of a broken file: models = %+v, want %s: %q", a.Models, rules.ModelsFileInvalid, want)
 	}
 	if !strings.Contains(a.Models.Message, f.models) || !strings.Contains(a.Models.Message, "providers.anthropic.aliases.quick") {
 		t.Fatalf("refusal %q does not name the file and the field", a.Models.Message)
@@ -121,7 +121,7 @@ func TestReloadModelsKeepsTheLastGoodCatalog(t *testing.T) {
 	if !a.Keys.OK {
 		t.Fatalf("keys verdict %+v; the keys file is good", a.Keys)
 	}
-	if info := s.KeysInfo(); info["models_code"] != string(modelproxy.ModelsFileInvalid) || info["models_error"] != want.Error() {
+	if info := s.KeysInfo(); info["models_code"] != string(rules.ModelsFileInvalid) || info["models_error"] != want.Error() {
 		t.Fatalf("status info after a refused reload = %v, want the models file's refusal", info)
 	}
 	if got := pinnedTo("r3"); got != "claude-mini-6" {
@@ -163,20 +163,20 @@ func TestModelsRefusedAtStartRefusesRuns(t *testing.T) {
 	s := New(keys.Keys{}, f.dir, slog.New(slog.DiscardHandler))
 	s.LoadKeys(f.keys)
 	v := s.LoadModels(f.models)
-	if v.OK || v.Code != modelproxy.ModelsFileInvalid {
+	if v.OK || v.Code != rules.ModelsFileInvalid {
 		t.Fatalf("LoadModels(broken) = %+v", v)
 	}
 	_, err := open(t, s, "r1", "")
 	var pe *privsep.Error
-	if err == nil || !errors.As(err, &pe) || pe.Code != modelproxy.ModelsFileInvalid || !strings.Contains(pe.Message, v.Message) {
-		t.Fatalf("open with a refused models file = %v, want %s: %s", err, modelproxy.ModelsFileInvalid, v.Message)
+	if err == nil || !errors.As(err, &pe) || pe.Code != rules.ModelsFileInvalid || !strings.Contains(pe.Message, v.Message) {
+		t.Fatalf("open with a refused models file = %v, want %s: %s", err, rules.ModelsFileInvalid, v.Message)
 	}
-	if rv := checkRun(t, s, ""); rv.OK || rv.Code != modelproxy.ModelsFileInvalid || rv.Message != v.Message {
-		t.Fatalf("check of a run = %+v, want %s: %s", rv, modelproxy.ModelsFileInvalid, v.Message)
+	if rv := checkRun(t, s, ""); rv.OK || rv.Code != rules.ModelsFileInvalid || rv.Message != v.Message {
+		t.Fatalf("check of a run = %+v, want %s: %s", rv, rules.ModelsFileInvalid, v.Message)
 	}
 	_, err = s.complete(context.Background(), egresswire.CompleteRequest{RunID: "c1", Task: "hi"})
-	if reasons.CodeOf(err) != modelproxy.ModelsFileInvalid {
-		t.Fatalf("completion with a refused models file = %v, want %s", err, modelproxy.ModelsFileInvalid)
+	if reasons.CodeOf(err) != rules.ModelsFileInvalid {
+		t.Fatalf("completion with a refused models file = %v, want %s", err, rules.ModelsFileInvalid)
 	}
 	f.write(t, "claude-mini-6")
 	if a := reload(t, s, f); !a.Models.OK {

@@ -16,7 +16,7 @@ import (
 	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy/modelproxytest"
+	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/privsep"
 )
 
@@ -36,7 +36,7 @@ func TestEndpointLogLinesNameTheRunOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &modelproxytest.LogBuffer{}
+	logs := &standin.LogBuffer{}
 	s := New(k, dir, slog.New(slog.NewJSONHandler(logs, nil)))
 	body, _ := json.Marshal(egresswire.OpenRequest{Policy: endpoint.Policy{RunID: "run-log-1", Agent: "claude", Allow: []string{"pypi.org"}}})
 	rep, err := s.handleOpen(context.Background(), &privsep.Request{Method: egresswire.MethodOpen, Body: body})

@@ -17,7 +17,7 @@ import (
 	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
-	"anet.dev/anet/pkg/modelproxy"
+	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
@@ -37,7 +37,7 @@ type Service struct {
 	// catalog is the models catalog new endpoints and completions use, replaced whole by a
 	// reload (never changed in place: runs share it); nil is the built-in list, unless
 	// modelsErr says the only file read was refused.
-	catalog   *modelproxy.Catalog
+	catalog   *rules.Catalog
 	modelsErr preflight.ModelsVerdict
 	open      map[string]*endpoint.Endpoint
 }
@@ -82,12 +82,12 @@ func (s *Service) LoadKeys(path string) preflight.KeysVerdict {
 }
 
 // LoadModels reads the models override file at path ("" none: the built-in list) with
-// modelproxy.LoadCatalog, once, and, when it is accepted, makes it the catalog new endpoints
+// rules.LoadCatalog, once, and, when it is accepted, makes it the catalog new endpoints
 // and completions use. A refused file leaves the catalog as it was (U3): editing the file
 // changes no run until a reload accepts it. When no file was ever accepted (a refused file at
 // start), runs are refused with the file's code and words until one is.
 func (s *Service) LoadModels(path string) preflight.ModelsVerdict {
-	cat, err := modelproxy.LoadCatalog(path)
+	cat, err := rules.LoadCatalog(path)
 	v := preflight.ModelsVerdictOf(err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,7 +102,7 @@ func (s *Service) LoadModels(path string) preflight.ModelsVerdict {
 
 // currentCatalog is the catalog for an endpoint or a completion that starts now: the last
 // file accepted, else the built-in list, unless the only file read was refused.
-func (s *Service) currentCatalog() (*modelproxy.Catalog, error) {
+func (s *Service) currentCatalog() (*rules.Catalog, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -111,7 +111,7 @@ func (s *Service) currentCatalog() (*modelproxy.Catalog, error) {
 	case !s.modelsErr.OK:
 		return nil, s.modelsErr.Err()
 	}
-	return modelproxy.Builtin()
+	return rules.Builtin()
 }
 
 // currentKeys are the keys for an endpoint or a completion that starts now.

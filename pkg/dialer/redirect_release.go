@@ -1,0 +1,5 @@
+//go:build !anettest
+
+package dialer
+
+func redirect(network, addr string) (string, string) { return network, addr }
