@@ -62,9 +62,9 @@ type DoctorView struct {
 	AgentError string `json:"agent_error,omitempty"`
 	// AgentRuntime is the agent's interpreter and version as a sandboxed turn checks them
 	// ("" for a native binary); AgentRuntimeError and its code say why a turn would refuse it.
-	AgentRuntime      string                `json:"agent_runtime,omitempty"`
-	AgentRuntimeError string                `json:"agent_runtime_error,omitempty"`
-	AgentRuntimeCode  reasons.Code          `json:"agent_runtime_code,omitempty"`
+	AgentRuntime      string       `json:"agent_runtime,omitempty"`
+	AgentRuntimeError string       `json:"agent_runtime_error,omitempty"`
+	AgentRuntimeCode  reasons.Code `json:"agent_runtime_code,omitempty"`
 	// AgentSandbox is the agent's version line as it answered in a sandbox built like a
 	// turn's (and its interpreter's, as the run finds it); AgentSandboxError and its code say
 	// why it did not answer there. Empty when the probe failed: no turn starts then.
