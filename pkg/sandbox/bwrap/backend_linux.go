@@ -33,7 +33,7 @@ type Config struct {
 	// Init is the run's pid 1, anet-runinit, bound into every run; "" is helperpath.RunInit
 	// beside Self.
 	Init string
-	// Hostname is the runs' hostname; "" is "anet-run".
+	// Hostname is the runs' hostname; "" is launch.RunHostname.
 	Hostname string
 	// Filters returns the seccomp programs; nil uses pkg/sandbox/seccomp.
 	Filters func() ([][]byte, error)
@@ -56,30 +56,21 @@ var _ launch.Backend = (*Backend)(nil)
 // New returns the backend. It fails only on an unusable Self; a missing bwrap is reported by
 // Probe and Start as no_bwrap so the caller can show it.
 func New(cfg Config) (*Backend, error) {
-	if cfg.Self == "" {
-		p, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("new launcher: find own binary: %w", err)
-		}
-		cfg.Self = p
-	}
-	real, err := filepath.EvalSymlinks(cfg.Self)
+	self, err := launch.ResolveSelf(cfg.Self)
 	if err != nil {
-		return nil, fmt.Errorf("new launcher: resolve %s: %w", cfg.Self, err)
+		return nil, fmt.Errorf("new launcher: %w", err)
 	}
-	cfg.Self = real
+	cfg.Self = self
 	if cfg.Init == "" {
 		cfg.Init = filepath.Join(filepath.Dir(cfg.Self), helperpath.RunInit)
 	}
 	if cfg.Hostname == "" {
-		cfg.Hostname = "anet-run"
+		cfg.Hostname = launch.RunHostname
 	}
 	if cfg.Filters == nil {
 		cfg.Filters = defaultFilters
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Log = launch.LogOrDiscard(cfg.Log)
 	l := &Backend{cfg: cfg, unsafe: testWeakening()}
 	if cfg.Limits != nil {
 		l.mech = *cfg.Limits

@@ -1,6 +1,10 @@
 package launch
 
 import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -35,4 +39,33 @@ func LastLine(s string) string {
 		s = s[i+1:]
 	}
 	return s
+}
+
+// RunHostname is a run's hostname unless its backend is told another: nothing of the host's
+// name reaches the run.
+const RunHostname = "anet-run"
+
+// ResolveSelf is the real path of anet-sandboxd's binary: self, or this process's own
+// executable when self is "". Every backend binds or runs it by that path.
+func ResolveSelf(self string) (string, error) {
+	if self == "" {
+		p, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("find own binary: %w", err)
+		}
+		self = p
+	}
+	real, err := filepath.EvalSymlinks(self)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", self, err)
+	}
+	return real, nil
+}
+
+// LogOrDiscard is log, or a logger that discards when it is nil.
+func LogOrDiscard(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
 }

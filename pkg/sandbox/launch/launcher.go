@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -32,21 +31,12 @@ var _ sandbox.Launcher = (*Launcher)(nil)
 // no backend registered it still starts direct runs and probes platform_unsupported. It fails
 // only when the named backend is not in this build or cannot be set up.
 func New(o Options) (*Launcher, error) {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.Self == "" {
-		p, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("new launcher: find own binary: %w", err)
-		}
-		o.Self = p
-	}
-	real, err := filepath.EvalSymlinks(o.Self)
+	o.Log = LogOrDiscard(o.Log)
+	self, err := ResolveSelf(o.Self)
 	if err != nil {
-		return nil, fmt.Errorf("new launcher: resolve %s: %w", o.Self, err)
+		return nil, fmt.Errorf("new launcher: %w", err)
 	}
-	o.Self = real
+	o.Self = self
 	go learnPidfd()
 	l := &Launcher{log: o.Log, runs: map[Run]chan struct{}{}}
 	name, f, err := factory(o.Backend)

@@ -56,10 +56,7 @@ var (
 // New returns the backend. A missing sandbox-exec is reported by Probe and Start
 // (no_sandbox_exec), so the operator sees it.
 func New(o launch.Options) (*Backend, error) {
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := launch.LogOrDiscard(o.Log)
 	home, err := operatorHome()
 	if err != nil {
 		return nil, fmt.Errorf("seatbelt: %w", err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,7 +56,7 @@ type Config struct {
 	// BootTimeout bounds the time from QEMU's start to the agent's start; default 15s under
 	// KVM and 90s under TCG.
 	BootTimeout time.Duration
-	// Hostname is the guest's host name; "" is "anet-run".
+	// Hostname is the guest's host name; "" is launch.RunHostname.
 	Hostname string
 	Log      *slog.Logger
 }
@@ -86,27 +85,18 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Wall == nil {
 		return nil, errors.New("vm backend: no bwrap wall")
 	}
-	if cfg.Self == "" {
-		p, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("vm backend: find own binary: %w", err)
-		}
-		cfg.Self = p
-	}
-	real, err := filepath.EvalSymlinks(cfg.Self)
+	self, err := launch.ResolveSelf(cfg.Self)
 	if err != nil {
-		return nil, fmt.Errorf("vm backend: resolve %s: %w", cfg.Self, err)
+		return nil, fmt.Errorf("vm backend: %w", err)
 	}
-	cfg.Self = real
+	cfg.Self = self
 	if cfg.CPUs == 0 {
 		cfg.CPUs = 1
 	}
 	if cfg.Hostname == "" {
-		cfg.Hostname = "anet-run"
+		cfg.Hostname = launch.RunHostname
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.Log = launch.LogOrDiscard(cfg.Log)
 	switch cfg.Accel {
 	case "", AccelKVM, AccelTCG:
 	default:
