@@ -31,7 +31,7 @@ func MakeRunDirs(spec sandbox.Spec, log *slog.Logger) (*RunDirs, error) {
 		log.Warn("swept run dirs of a killed launcher", "removed", d.Swept, "err", d.SweepErr)
 	}
 	if err != nil {
-		return rd, fmt.Errorf("start %s: %w", spec.ID, err)
+		return rd, err
 	}
 	rd.Home, rd.Tmp = d.Made[0], d.Made[1]
 	files := make([]linksafe.File, 0, len(spec.HomeFiles))
@@ -39,7 +39,7 @@ func MakeRunDirs(spec sandbox.Spec, log *slog.Logger) (*RunDirs, error) {
 		files = append(files, linksafe.File{Path: f.Path, Mode: f.Mode, Content: f.Content})
 	}
 	if err := linksafe.WriteHomeFiles(rd.Home, files); err != nil {
-		return rd, fmt.Errorf("start %s: %w", spec.ID, err)
+		return rd, err
 	}
 	if spec.WorkRoot == "" {
 		rd.Work = d.Made[2]
@@ -47,7 +47,7 @@ func MakeRunDirs(spec sandbox.Spec, log *slog.Logger) (*RunDirs, error) {
 	}
 	p, f, err := linksafe.MkdirUnder(spec.WorkRoot, spec.WorkSub, 0o700)
 	if err != nil {
-		return rd, fmt.Errorf("start %s: work dir: %w", spec.ID, err)
+		return rd, fmt.Errorf("work dir: %w", err)
 	}
 	f.Close()
 	rd.Work = p

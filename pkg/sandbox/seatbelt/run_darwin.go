@@ -123,7 +123,7 @@ func (b *Backend) prepare(p *launch.Plan) (*run, error) {
 	r.prog = prog
 	if err := r.makeDirs(); err != nil {
 		r.cleanupDirs()
-		return nil, err
+		return nil, fmt.Errorf("start %s: dirs: %w", spec.ID, err)
 	}
 	port := spec.Port
 	if spec.EndpointAddr == "" {
