@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // E8: the fast parser must build exactly the tree encoding/json builds, and accept nothing
@@ -59,26 +61,6 @@ func TestFastDecodeAgreesWithEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const alphabet = "{}[],:\"\\/ \t\n0123456789-+.eEtrufalsn\x00\x1f\x7f\xc3\xa9\xff\xed\xa0\x80uDd8bfx"
 	for range 50000 {
-		check(mutate(r, corpus[r.IntN(len(corpus))], alphabet))
+		check(testkit.Mutate(r, corpus[r.IntN(len(corpus))], alphabet))
 	}
-}
-
-// mutate inserts, deletes or replaces one to three bytes of s, drawn from alphabet.
-func mutate(r *rand.Rand, s, alphabet string) string {
-	b := []byte(s)
-	for range 1 + r.IntN(3) {
-		switch i := r.IntN(len(b) + 1); r.IntN(3) {
-		case 0:
-			b = append(b[:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
-		case 1:
-			if i < len(b) {
-				b = append(b[:i], b[i+1:]...)
-			}
-		default:
-			if i < len(b) {
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			}
-		}
-	}
-	return string(b)
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/internal/testkit"
 )
 
 // K1: the usage read from a JSON answer in one pass is the usage encoding/json reads; where
@@ -70,7 +72,7 @@ func TestFastUsageAgreesWithEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const alphabet = "{}[],:\"\\ 0123456789-.eEnulIUT_tf\x01"
 	for range 30000 {
-		check(mutate(r, corpus[r.IntN(len(corpus))], alphabet))
+		check(testkit.Mutate(r, corpus[r.IntN(len(corpus))], alphabet))
 	}
 }
 
@@ -79,25 +81,5 @@ func dumpUsage(w *wireUsage) string {
 		return "<nil>"
 	}
 	b, _ := json.Marshal(w)
-	return string(b)
-}
-
-// mutate inserts, deletes or replaces one to three bytes of s, drawn from alphabet.
-func mutate(r *rand.Rand, s, alphabet string) string {
-	b := []byte(s)
-	for range 1 + r.IntN(3) {
-		switch i := r.IntN(len(b) + 1); r.IntN(3) {
-		case 0:
-			b = append(b[:i], append([]byte{alphabet[r.IntN(len(alphabet))]}, b[i:]...)...)
-		case 1:
-			if i < len(b) {
-				b = append(b[:i], b[i+1:]...)
-			}
-		default:
-			if i < len(b) {
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			}
-		}
-	}
 	return string(b)
 }
