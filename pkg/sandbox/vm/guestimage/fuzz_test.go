@@ -2,7 +2,9 @@ package guestimage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/u-root/u-root/pkg/cpio"
@@ -43,6 +45,50 @@ func FuzzNewc(f *testing.F) {
 			!bytes.Equal(content, wantData) || int64(r.FileSize) != int64(len(wantData)) {
 			t.Fatalf("u-root read {%q %#o %d:%d %q}, writeNewc was given {%q %#o %d:%d %q}",
 				r.Name, r.Mode, r.Rmajor, r.Rminor, content, name, mode, rmajor, rminor, wantData)
+		}
+	})
+}
+
+// bzHeader is a minimal bzImage: the boot protocol header at its offsets, setup_sects 1, the
+// kernel version string at 0x300, and a payload of n bytes at payload_offset off.
+func bzHeader(off, n uint32, proto uint16) []byte {
+	b := make([]byte, 0x400+int(off)+int(n))
+	b[offSetupSects] = 1
+	copy(b[offHeaderMagic:], "HdrS")
+	binary.LittleEndian.PutUint16(b[offVersion:], proto)
+	binary.LittleEndian.PutUint16(b[0x20e:], 0x100)
+	copy(b[0x300:], "6.1.0-test\x00")
+	binary.LittleEndian.PutUint32(b[offPayloadOffset:], off)
+	binary.LittleEndian.PutUint32(b[offPayloadLength:], n)
+	return b
+}
+
+// FuzzBzImage (V1): a kernel package's bzImage is read for its payload and an ELF's notes
+// for the PVH entry. Whatever the bytes, bzPayload's payload is a non-empty part of the file
+// past its setup, and its version a string of the file without a NUL; hasNote finds a note
+// only where the name it looks for is in the bytes.
+func FuzzBzImage(f *testing.F) {
+	f.Add(bzHeader(0, 16, 0x20f))
+	f.Add(bzHeader(64, 1, 0x208))
+	f.Add(bzHeader(0, 16, 0x207))
+	note := make([]byte, 12, 20)
+	binary.LittleEndian.PutUint32(note[0:], 4)
+	binary.LittleEndian.PutUint32(note[4:], 4)
+	binary.LittleEndian.PutUint32(note[8:], xenElfnotePhys32Entry)
+	f.Add(append(note, "Xen\x00\x01\x02\x03\x04"...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if hasNote(b, "Xen", xenElfnotePhys32Entry) && !bytes.Contains(b, []byte("Xen")) {
+			t.Fatalf("hasNote found a Xen note in %x, which has no such name", b)
+		}
+		payload, version, err := bzPayload(b)
+		if err != nil {
+			return
+		}
+		if len(payload) == 0 || !bytes.Contains(b[0x200:], payload) {
+			t.Fatalf("bzPayload gave %d bytes that are not a part of the file past its setup", len(payload))
+		}
+		if strings.IndexByte(version, 0) >= 0 || !bytes.Contains(b, []byte(version)) {
+			t.Fatalf("bzPayload's version %q is not a NUL-free string of the file", version)
 		}
 	})
 }
