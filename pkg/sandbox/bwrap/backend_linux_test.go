@@ -218,3 +218,46 @@ func mustReadDir(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// TestFailedStepUndoesTheEarlierOnes (S3, S6): a start applies its plan as named steps; when
+// one fails (here args, on a hostname bwrap would refuse) after the run's dirs, cgroups,
+// seccomp memfds and pipes were made, the error names the step and nothing of the run is
+// left: no dirs, no cgroup leaves, no open descriptor.
+func TestFailedStepUndoesTheEarlierOnes(t *testing.T) {
+	newHost(t)
+	b, err := bwrap.New(bwrap.Config{Self: testharness.Bin(t, "anet-sandboxd"), Hostname: "a b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "undo-" + uniqueSleep()
+	root := t.TempDir()
+	p, err := launch.Prepare(sandbox.Spec{ID: id, Mode: sandbox.ModeSandbox, RunRoot: root, Argv: []string{"/bin/true"},
+		Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:8080"}, Port: 8080})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := func() int {
+		es, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
+	before := fds()
+	if _, err := b.Start(context.Background(), p, sandbox.Stdio{}); err == nil || !strings.Contains(err.Error(), "start "+id+": args: ") ||
+		!strings.Contains(err.Error(), "hostname") {
+		t.Fatalf("Start with a bad hostname = %v, want the args step's refusal", err)
+	}
+	if after := fds(); after != before {
+		t.Errorf("descriptors open: %d before the start, %d after it failed", before, after)
+	}
+	if _, err := os.Lstat(filepath.Join(root, id)); !os.IsNotExist(err) {
+		t.Errorf("the run's dir is left after the failed start: %v", err)
+	}
+	m := bwrap.DetectLimits()
+	for _, leaf := range []string{filepath.Join(m.Memory, "anet-run-"+id), filepath.Join(m.Pids, "anet-run-"+id)} {
+		if _, err := os.Lstat(leaf); !os.IsNotExist(err) {
+			t.Errorf("the run's cgroup %s is left after the failed start: %v", leaf, err)
+		}
+	}
+}
