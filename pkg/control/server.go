@@ -88,6 +88,10 @@ func writeError(w http.ResponseWriter, err error) {
 			status = http.StatusServiceUnavailable
 		case reasons.MessageTooLarge:
 			status = http.StatusRequestEntityTooLarge
+		case reasons.DiskFull:
+			// Nothing was stored and nothing is lost: a condition of the host, not a fault of
+			// the node's, and the code says which.
+			status = http.StatusInsufficientStorage
 		case reasons.UnknownInteraction, reasons.UnknownPeer:
 			status = http.StatusNotFound
 		default:
