@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/loopback"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/modelproxy/upstream"
@@ -78,7 +78,7 @@ type Endpoint struct {
 	// addr is the host loopback address in loopback mode (Policy.Listen), "" on a socket.
 	// There every request must carry the placeholder before anything else happens.
 	addr   string
-	v6     net.Listener // holds ::1 on addr's port (loopback mode), or nil
+	v6     *loopback.Pair // holds ::1 on addr's port (loopback mode), or nil
 	proxy  *modelproxy.Proxy
 	tunnel http.Handler
 	ln     *limitListener
@@ -233,40 +233,15 @@ func (e *Endpoint) listenSocket(dir, name string) (net.Listener, error) {
 
 // listenLoopback listens on an ephemeral port of 127.0.0.1. Any local process can connect
 // there, so ServeHTTP answers nothing but a refusal to a request without the run's token.
-// The same port of ::1 is held too, answering nothing: a Seatbelt profile's "localhost:P"
-// lets the run reach both, and no other program may listen where the run can send.
+// The same port of ::1 is held too (pkg/loopback): a Seatbelt profile's "localhost:P" lets the
+// run reach both, and no other program may listen where the run can send.
 func (e *Endpoint) listenLoopback() (net.Listener, error) {
-	var last error
-	for range 8 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("listen 127.0.0.1:0: %w", err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		v6, err := net.Listen("tcp6", net.JoinHostPort("::1", strconv.Itoa(port)))
-		switch {
-		case err == nil:
-			e.v6 = v6
-			go func() {
-				for {
-					c, err := v6.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
-		case errors.Is(err, syscall.EADDRINUSE):
-			// Someone holds ::1 on this port: take another.
-			ln.Close()
-			last = err
-			continue
-		}
-		// Any other error: the host has no IPv6 loopback, so nobody can listen there.
-		e.addr = ln.Addr().String()
-		return ln, nil
+	p, err := loopback.Listen()
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("listen on 127.0.0.1 and ::1 with one port: %w", last)
+	e.v6, e.addr = p, p.V4.Addr().String()
+	return p.V4, nil
 }
 
 // makeRunDir creates dir 0700, or accepts an existing directory only if it is ours, 0700 and
@@ -340,7 +315,7 @@ func (e *Endpoint) Close() error {
 	err := e.srv.Close()
 	e.ln.closeAll()
 	if e.v6 != nil {
-		e.v6.Close()
+		e.v6.CloseHeld() // its 127.0.0.1 side is the server's, closed above
 	}
 	// The agent can have a whole answer before its handler has metered it: the run's spend
 	// is final only once every request has settled (K1).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/linksafe"
+	"anet.dev/anet/pkg/loopback"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
@@ -28,7 +28,7 @@ type run struct {
 	hidden        []string        // the spec's hidden paths that exist, resolved
 	prog          string          // the agent's resolved program
 	dirs          *launch.RunDirs // home, tmp, work; nil until made
-	door          net.Listener    // the closed door on the endpoint port of a run without endpoint
+	door          *loopback.Pair  // the closed door on the endpoint port of a run without endpoint
 	cmd           *exec.Cmd
 	stderr        *sandbox.Capped
 	procs         *tracker
@@ -128,13 +128,13 @@ func (b *Backend) prepare(p *launch.Plan) (*run, error) {
 	port := spec.Port
 	if spec.EndpointAddr == "" {
 		// No endpoint: the profile still names one port, so the run gets one that answers
-		// nothing, held for its lifetime so no other program can take it.
-		if r.door, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		// nothing, held on both loopbacks for its lifetime so no other program can take it.
+		if r.door, err = loopback.Listen(); err != nil {
 			r.cleanupDirs()
 			return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 		}
-		go launch.DrainListener(r.door)
-		port = r.door.Addr().(*net.TCPAddr).Port
+		go launch.DrainListener(r.door.V4)
+		port = r.door.Port
 	}
 	r.params = Params{Home: r.dirs.Home, Tmp: r.dirs.Tmp, Work: r.dirs.Work, AgentTree: tree, Self: b.self,
 		EndpointPort: port, OperatorHome: b.home}
