@@ -240,8 +240,8 @@ func (e *Endpoint) listenLoopback() (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.v6, e.addr = p, p.V4.Addr().String()
-	return p.V4, nil
+	e.v6, e.addr = p, p.Listener.Addr().String()
+	return p.Listener, nil
 }
 
 // makeRunDir creates dir 0700, or accepts an existing directory only if it is ours, 0700 and

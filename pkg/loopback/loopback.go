@@ -16,9 +16,9 @@ import (
 // answering nothing (every connection is closed at once). Held is nil when the host has no
 // IPv6 loopback: then nobody can listen there either.
 type Pair struct {
-	V4   net.Listener
-	Held net.Listener
-	Port int
+	Listener net.Listener
+	Held     net.Listener
+	Port     int
 }
 
 // tries bounds the search for a port free on both addresses.
@@ -41,28 +41,28 @@ func Listen() (*Pair, error) {
 		switch {
 		case err == nil:
 			go refuseAll(v6)
-			return &Pair{V4: v4, Held: v6, Port: port}, nil
+			return &Pair{Listener: v4, Held: v6, Port: port}, nil
 		case errors.Is(err, syscall.EADDRINUSE):
 			v4.Close()
 			last = err
 			continue
 		}
 		// Any other error: the host has no IPv6 loopback (EADDRNOTAVAIL, EAFNOSUPPORT).
-		return &Pair{V4: v4, Port: port}, nil
+		return &Pair{Listener: v4, Port: port}, nil
 	}
 	return nil, fmt.Errorf("listen on 127.0.0.1 and ::1 with one port (%d tries): %w", tries, last)
 }
 
 // Close closes both listeners.
 func (p *Pair) Close() error {
-	err := p.V4.Close()
+	err := p.Listener.Close()
 	if p.Held != nil {
 		p.Held.Close()
 	}
 	return err
 }
 
-// CloseHeld closes the ::1 side only, for an owner whose V4 listener another closes (an
+// CloseHeld closes the ::1 side only, for an owner whose Listener listener another closes (an
 // http.Server it was handed to).
 func (p *Pair) CloseHeld() {
 	if p.Held != nil {

@@ -38,12 +38,12 @@ func TestPairHoldsBothLoopbacks(t *testing.T) {
 	}
 	c.Close()
 	go func() {
-		if c, err := p.V4.Accept(); err == nil {
+		if c, err := p.Listener.Accept(); err == nil {
 			c.Write([]byte("ok"))
 			c.Close()
 		}
 	}()
-	c4, err := net.DialTimeout("tcp4", p.V4.Addr().String(), 5*time.Second)
+	c4, err := net.DialTimeout("tcp4", p.Listener.Addr().String(), 5*time.Second)
 	if err != nil {
 		t.Fatalf("dial the owner's side: %v", err)
 	}
@@ -60,10 +60,10 @@ func TestPairHoldsBothLoopbacks(t *testing.T) {
 	ln.Close()
 }
 
-// TestPairSkipsAPortHeldOnV6 (M1): a port whose ::1 side another program holds is never
+// TestPairSkipsAPortTakenOnIPv6 (M1): a port whose ::1 side another program holds is never
 // handed out: Listen gives it back and takes another. The first port 127.0.0.1 offers is
 // made one whose ::1 side this test holds.
-func TestPairSkipsAPortHeldOnV6(t *testing.T) {
+func TestPairSkipsAPortTakenOnIPv6(t *testing.T) {
 	other, err := net.Listen("tcp6", "[::1]:0")
 	if err != nil {
 		t.Fatal(err)

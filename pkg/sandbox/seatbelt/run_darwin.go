@@ -133,7 +133,7 @@ func (b *Backend) prepare(p *launch.Plan) (*run, error) {
 			r.cleanupDirs()
 			return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 		}
-		go launch.DrainListener(r.door.V4)
+		go launch.DrainListener(r.door.Listener)
 		port = r.door.Port
 	}
 	r.params = Params{Home: r.dirs.Home, Tmp: r.dirs.Tmp, Work: r.dirs.Work, AgentTree: tree, Self: b.self,
