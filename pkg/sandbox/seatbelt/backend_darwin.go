@@ -233,7 +233,10 @@ func (b *Backend) raw(r *run) inProfile {
 		stderr := sandbox.NewTail(nil, 4096)
 		cmd := exec.CommandContext(ctx, full[0], full[1:]...)
 		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = r.env, r.params.Work, stdout, stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// A session of its own, as a run has (the wrapper's Setsid): when the probe runs
+		// from a terminal, what it checks does not share the operator's controlling tty. A
+		// session leader leads its process group too, which the kill below ends.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 		err = cmd.Run()
 		if cmd.Process != nil {
