@@ -20,13 +20,18 @@ import (
 // TokenHeader carries the control token.
 const TokenHeader = "X-Anet-Control-Token"
 
-// NewToken returns 32 random bytes, hex-encoded.
+// TokenPrefix begins every control token, so that the log scrubber (pkg/logging) knows one by
+// its shape wherever it appears, as it knows a model-service key (F3).
+const TokenPrefix = "anet-ctl-"
+
+// NewToken returns TokenPrefix and 32 random bytes, hex-encoded. anetd makes a new one at
+// every start.
 func NewToken() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("control token: %w", err)
 	}
-	return hex.EncodeToString(b), nil
+	return TokenPrefix + hex.EncodeToString(b), nil
 }
 
 // WriteToken writes tok to path with mode 0600, atomically.

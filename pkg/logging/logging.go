@@ -69,10 +69,12 @@ func Redact(_ []string, a slog.Attr) slog.Attr {
 
 const redacted = "[redacted]"
 
-// keyPrefixes begin the keys of the model services the keys file holds (anthropic:
-// sk-ant-…, openai: sk-… and sk-proj-…); a custom service's key has no known shape, and is
-// kept out of logs by its type (secret.Value).
-var keyPrefixes = []string{"sk-"}
+// keyPrefixes begin the secrets the node knows by their shape: the keys of the model services
+// the keys file holds (anthropic: sk-ant-…, openai: sk-… and sk-proj-…) and the control
+// token (pkg/control's TokenPrefix; this package imports nothing of the module, and a test
+// pins the two alike). A custom service's key has no known shape, and is kept out of logs by
+// its type (secret.Value).
+var keyPrefixes = []string{"sk-", "anet-ctl-"}
 
 // minKeyTail is how many key characters must follow a prefix: real keys carry dozens, while
 // words such as "task-1" or "disk-full" contain "sk-" followed by a few.

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"anet.dev/anet/pkg/control"
 )
 
 func TestRedactsCredentialAttributes(t *testing.T) {
@@ -123,6 +126,8 @@ func TestRedactsSecretValuesNotNamesF3(t *testing.T) {
 		{"openai key", slog.String("arg", "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ012345")},
 		{"bytes under a token name", slog.Any("control_token", []byte("0123456789abcdef"))},
 		{"string under a token name", slog.String("token", "0123456789abcdef")},
+		{"control token in a string", slog.String("detail", "request with "+controlToken(t)+" refused")},
+		{"control token in an error", slog.Any("err", fmt.Errorf("read %s: %w", controlToken(t), errors.New("x")))},
 	}
 	for _, c := range redactedCases {
 		t.Run("redacts "+c.name, func(t *testing.T) {
@@ -157,4 +162,18 @@ func TestRedactsSecretValuesNotNamesF3(t *testing.T) {
 			t.Fatalf("log line = %q, want the count kept and the key gone", out)
 		}
 	})
+}
+
+// controlToken is a control token as anetd makes one: the scrubber must know it by its shape
+// (F3), whatever key it travels under.
+func controlToken(t *testing.T) string {
+	t.Helper()
+	tok, err := control.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tok, control.TokenPrefix) || !slices.Contains(keyPrefixes, control.TokenPrefix) {
+		t.Fatalf("control token %q: the scrubber's prefixes %q lack its prefix %q", tok[:len(control.TokenPrefix)], keyPrefixes, control.TokenPrefix)
+	}
+	return tok
 }
