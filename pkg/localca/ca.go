@@ -33,11 +33,11 @@ type Authority struct {
 // New makes a CA and a leaf valid for names and 127.0.0.1, for a day.
 func New(names ...string) (*Authority, error) {
 	if len(names) == 0 {
-		return nil, errors.New("test ca: no name for the leaf")
+		return nil, errors.New("local ca: no name for the leaf")
 	}
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
+		return nil, fmt.Errorf("local ca: %w", err)
 	}
 	caTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "anet test CA"},
@@ -46,15 +46,15 @@ func New(names ...string) (*Authority, error) {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
+		return nil, fmt.Errorf("local ca: %w", err)
 	}
 	caCert, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
+		return nil, fmt.Errorf("local ca: %w", err)
 	}
 	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
+		return nil, fmt.Errorf("local ca: %w", err)
 	}
 	leafTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
@@ -64,7 +64,7 @@ func New(names ...string) (*Authority, error) {
 	}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("test ca: %w", err)
+		return nil, fmt.Errorf("local ca: %w", err)
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
