@@ -142,12 +142,16 @@ func agentCheck(v control.DoctorView, s Setup) check.Check {
 
 // agentSandboxFix is what to do about an agent that does not answer in the sandbox.
 func agentSandboxFix(code reasons.Code, install string) string {
-	if code == reasons.AgentRuntimeTooOld {
+	switch code {
+	case reasons.AgentRuntimeTooOld:
 		return "install the runtime it needs and point the node at it: anet autoreply set agent_runtime /path/to/node"
+	case reasons.AgentFailsInSandbox:
+		// A run sees the system's dirs and the agent's own tree only (S3): what the agent
+		// loads from elsewhere (a library, a helper in the operator's home) is not there.
+		return "reinstall the agent so that all of it is in its own directory (" + install + "), then run anet doctor again; anet autoreply test shows a whole turn"
 	}
-	// A run sees the system's dirs and the agent's own tree only (S3): what the agent loads
-	// from elsewhere (a library, a helper in the operator's home) is not there.
-	return "reinstall the agent so that all of it is in its own directory (" + install + "), then run anet doctor again; anet autoreply test shows a whole turn"
+	// The sandbox itself did not run it: its own reason, which anet status shows too.
+	return "see the probe's checks above and anet status; then run anet doctor again"
 }
 
 // provider is the keys file's entry the configured back-end and agent use.

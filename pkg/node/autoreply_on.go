@@ -142,7 +142,13 @@ func (a engineAdapter) agentRuntime(ctx context.Context, c config.AutoReply) (st
 func (a engineAdapter) agentInSandbox(ctx context.Context, c config.AutoReply) (string, string, reasons.Code, error) {
 	av, rv, err := a.Engine.AgentInSandbox(ctx, c)
 	if err != nil {
-		code, err := forDoctor(err)
+		// The run's own code (the sandbox could not start it, its helper is down), or the
+		// agent's failure there.
+		code := reasons.CodeOf(err)
+		if code == "" {
+			code = reasons.AgentFailsInSandbox
+		}
+		_, err := forDoctor(err)
 		return "", "", code, err
 	}
 	return av, rv, "", nil
