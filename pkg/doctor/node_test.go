@@ -119,6 +119,10 @@ func TestNodeChecksNameTheFix(t *testing.T) {
 			v.AgentSandboxError, v.AgentSandboxCode = "in the sandbox the agent's #! line finds node 20.20.2", reasons.AgentRuntimeTooOld
 		}, nil,
 			"node.agent", false, reasons.AgentRuntimeTooOld, "anet autoreply set agent_runtime", "node 20.20.2"},
+		{"sandbox could not run the agent's check", func(v *control.DoctorView) {
+			v.AgentSandboxError, v.AgentSandboxCode = "bwrap: setting up uid map: Permission denied", reasons.SandboxStartFailed
+		}, nil,
+			"node.agent", false, reasons.SandboxStartFailed, "the probe's checks", "uid map"},
 		{"no key", func(v *control.DoctorView) { v.Keys.Providers = nil }, nil,
 			"node.key", false, reasons.NoAPIKey, "add the line `anthropic: KEY` to /cfg/keys.yaml (mode 0600), then anet reload", "no key for anthropic"},
 		{"keys file refused", func(v *control.DoctorView) {
