@@ -51,8 +51,14 @@ func Prepare(spec sandbox.Spec) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
-	home, _ := os.UserHomeDir()
-	if err := checkHost(spec, host, realPath(home), realPaths(spec.Hidden)); err != nil {
+	// The tree rule compares real paths; a run with no tree of its own (a program in a system
+	// dir) needs none of them resolved, and a launch is measured.
+	home, hidden := "", spec.Hidden
+	if host.AgentTree != "" || host.RuntimeTree != "" {
+		h, _ := os.UserHomeDir()
+		home, hidden = realPath(h), realPaths(spec.Hidden)
+	}
+	if err := checkHost(spec, host, home, hidden); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
 	}
 	return &Plan{spec: spec, host: host}, nil
