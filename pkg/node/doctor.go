@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 
+	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/sandbox/remote"
@@ -36,9 +37,9 @@ func (n *Node) doctorView(r *http.Request) (any, error) {
 			} else if prog != "" {
 				v.AgentRuntime = prog + " " + ver
 			}
-			if err == nil && probed {
+			if err == nil && probed && c.Backend == config.BackendExec {
 				// A passing --version on the host says nothing about the run: ask where a
-				// stranger's turn runs (S8, E10).
+				// stranger's turn runs (S8, E10). The openai back-end starts no program.
 				av, rv, code, err := n.ar.agentInSandbox(ctx, c)
 				switch {
 				case err != nil:
