@@ -44,8 +44,13 @@ func TestAutoReplySandboxedExecEndToEnd(t *testing.T) {
 	if st.Budget.RunsToday != 1 || st.Budget.Left != 19 || !st.AutoReply.Compiled || st.AutoReply.RunsActive != 0 {
 		t.Fatalf("B's status budget = %+v, auto_reply = %+v, want 1 run counted, 19 left", st.Budget, st.AutoReply)
 	}
-	if st.AutoReply.Sandbox.Limits != "full" && st.AutoReply.Sandbox.Limits != "no_cgroup_limits" {
-		t.Fatalf("B's sandbox state = %+v, want full or no_cgroup_limits", st.AutoReply.Sandbox)
+	// S6: status names the mechanism the limits are enforced by, and it agrees with them.
+	sb := st.AutoReply.Sandbox
+	switch {
+	case sb.Limits == "full" && (sb.Mechanism == "cgroup v1 delegated" || sb.Mechanism == "cgroup v2 delegated" || sb.Mechanism == "systemd scope"):
+	case sb.Limits == "no_cgroup_limits" && sb.Mechanism == "none":
+	default:
+		t.Fatalf("B's sandbox state = %+v, want full by a named mechanism, or no_cgroup_limits by none", sb)
 	}
 	started, completed, counted := evidence(t, b, "turn_started"), evidence(t, b, "turn_completed"), evidence(t, b, "run_counted")
 	if len(started) != 1 || len(completed) != 1 || len(counted) != 1 || details(t, completed[0])["counted"] != true || started[0].Seq > completed[0].Seq {

@@ -89,7 +89,7 @@ func runDoctor(c *cli.Context) doctor.Report {
 		LimitsFix: sandbox.LimitsFix(sandbox.ThisCgroupHost(os.Getenv)), FreeBytes: doctor.FreeBytes,
 	})...)
 	if p, err := doctor.ProbeOf(view); err == nil {
-		r.Limits, r.Warnings = p.Limits, p.Warnings
+		r.Limits, r.Mechanism, r.Warnings = p.Limits, p.Mechanism, p.Warnings
 	}
 	if r.Node != nil {
 		r.Add(doctor.HelperChecks(r.Node.Helpers)...)
@@ -158,7 +158,11 @@ func runProbe(ctx context.Context, tier []string) (json.RawMessage, error) {
 func doctorNotes(r doctor.Report) []string {
 	notes := []string{"node: " + r.Source}
 	if r.Limits != "" {
-		notes = append(notes, "limits: "+string(r.Limits))
+		l := "limits: " + string(r.Limits)
+		if r.Mechanism != "" {
+			l += " (" + r.Mechanism + ")"
+		}
+		notes = append(notes, l)
 	}
 	said := map[reasons.Code]bool{}
 	for _, c := range r.Checks {

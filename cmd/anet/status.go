@@ -98,7 +98,11 @@ func printAutoReplyStatus(w io.Writer, ar control.AutoReplyStatus, b control.Bud
 	case !sb.Probed:
 		fmt.Fprintf(w, "sandbox:\tnot probed yet\n")
 	case sb.OK:
-		fmt.Fprintf(w, "sandbox:\tavailable, limits %s\n", sb.Limits)
+		limits := sb.Limits
+		if sb.Mechanism != "" {
+			limits += " (" + sb.Mechanism + ")"
+		}
+		fmt.Fprintf(w, "sandbox:\tavailable, limits %s\n", limits)
 	default:
 		line := "unavailable: " + sb.Detail
 		if t := reasons.Text(reasons.Code(sb.Code)); t != "" {

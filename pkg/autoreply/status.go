@@ -81,8 +81,10 @@ type SandboxState struct {
 	// Limits is "full" or "no_cgroup_limits".
 	Limits string `json:"limits,omitempty"`
 	// Tier is the isolation probed: "bwrap" or "vm (ACCEL, TRANSPORT)" (V1).
-	Tier string    `json:"tier,omitempty"`
-	At   time.Time `json:"at,omitzero"`
+	Tier string `json:"tier,omitempty"`
+	// Mechanism is how the limits are enforced (sandbox.ProbeResult.Mechanism).
+	Mechanism string    `json:"mechanism,omitempty"`
+	At        time.Time `json:"at,omitzero"`
 }
 
 // Status is the engine's state for `anet status`.
@@ -115,7 +117,7 @@ func (e *Engine) Status(ctx context.Context) (Status, error) {
 		st.Events = append(st.Events, *ev)
 	}
 	if p := e.probe; p != nil {
-		st.Sandbox = SandboxState{Probed: true, OK: p.OK, Code: p.Code, Detail: p.Detail, At: p.At, Limits: limitsWord(p), Tier: cmp.Or(p.Tier(), string(c.Sandbox.Isolation))}
+		st.Sandbox = SandboxState{Probed: true, OK: p.OK, Code: p.Code, Detail: p.Detail, At: p.At, Limits: limitsWord(p), Tier: cmp.Or(p.Tier(), string(c.Sandbox.Isolation)), Mechanism: p.Mechanism}
 	}
 	e.mu.Unlock()
 	sort.Slice(st.Active, func(i, j int) bool { return st.Active[i].Started.Before(st.Active[j].Started) })

@@ -156,13 +156,16 @@ type ActiveRun struct {
 
 // SandboxState is the sandbox's state from the last probe.
 type SandboxState struct {
-	Probed bool      `json:"probed"`
-	OK     bool      `json:"ok"`
-	Code   string    `json:"code,omitempty"`
-	Detail string    `json:"detail,omitempty"`
-	Limits string    `json:"limits,omitempty"` // full or no_cgroup_limits
-	Tier   string    `json:"tier,omitempty"`   // bwrap, or vm (ACCEL, TRANSPORT) (V1)
-	At     time.Time `json:"at,omitzero"`
+	Probed bool   `json:"probed"`
+	OK     bool   `json:"ok"`
+	Code   string `json:"code,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Limits string `json:"limits,omitempty"` // full or no_cgroup_limits
+	Tier   string `json:"tier,omitempty"`   // bwrap, or vm (ACCEL, TRANSPORT) (V1)
+	// Mechanism is how the limits are enforced: cgroup v1 delegated, cgroup v2 delegated,
+	// systemd scope, vm guest cgroup, or none.
+	Mechanism string    `json:"mechanism,omitempty"`
+	At        time.Time `json:"at,omitzero"`
 }
 
 // ReasonCount is one reason code the engine met.

@@ -98,7 +98,11 @@ func probeFix(c check.Check, s Setup) check.Check {
 
 func limitsCheck(p *sandbox.ProbeResult, s Setup) check.Check {
 	if p.Limits == sandbox.CgroupFull {
-		return check.Pass("limits", "S6", "full: each run gets its own cgroup with memory_max and tasks_max")
+		how := "each run gets its own cgroup"
+		if p.Mechanism != "" {
+			how = p.Mechanism + ": " + how
+		}
+		return check.Pass("limits", "S6", "full, "+how+" with memory_max and tasks_max")
 	}
 	// Degraded, not failed: every other limit still holds (S6).
 	return check.Check{Name: "limits", Requirement: "S6", OK: true, Code: reasons.NoCgroupLimits, Fix: s.LimitsFix}

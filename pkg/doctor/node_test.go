@@ -66,6 +66,14 @@ func TestNodeChecksWorking(t *testing.T) {
 	if a := got["node.agent"]; !strings.Contains(a.Detail, "/opt/agent/claude (2.0.1 (Claude Code))") {
 		t.Errorf("agent = %+v", a)
 	}
+	if l := got["node.limits"]; !l.OK || l.Detail != "full, each run gets its own cgroup with memory_max and tasks_max" {
+		t.Errorf("limits without a named mechanism = %+v", l)
+	}
+	withMech := workingView(t)
+	withMech.Probe, _ = json.Marshal(sandbox.ProbeResult{OK: true, Limits: sandbox.CgroupFull, Mechanism: "systemd scope", Checks: []check.Check{check.Pass("loopback", "S7", "")}})
+	if l := byName(NodeChecks(withMech, testSetup()))["node.limits"]; !l.OK || !strings.HasPrefix(l.Detail, "full, systemd scope: ") {
+		t.Errorf("limits by a systemd scope = %+v, want the mechanism named (S6)", l)
+	}
 	v := workingView(t)
 	v.AgentRuntime = "/opt/node/bin/node 24.21.0"
 	if a := byName(NodeChecks(v, testSetup()))["node.agent"]; !a.OK || !strings.Contains(a.Detail, "runtime /opt/node/bin/node 24.21.0") {

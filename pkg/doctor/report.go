@@ -18,9 +18,11 @@ type Report struct {
 	check.Report
 	// Source says whose view the probe and node checks are: the running anetd's helpers, or
 	// the helpers run here as anetd runs them when no anetd runs.
-	Source   string               `json:"source"`
-	Limits   sandbox.CgroupLimits `json:"limits,omitempty"`
-	Warnings []reasons.Code       `json:"warnings,omitempty"`
+	Source string               `json:"source"`
+	Limits sandbox.CgroupLimits `json:"limits,omitempty"`
+	// Mechanism is how the limits are enforced (sandbox.ProbeResult.Mechanism).
+	Mechanism string         `json:"mechanism,omitempty"`
+	Warnings  []reasons.Code `json:"warnings,omitempty"`
 	// Node is the running node's status, or nil with NodeError saying why there is none; a
 	// node that is not running fails no check (the host and the probe are checked without one).
 	Node      *control.Status `json:"node,omitempty"`

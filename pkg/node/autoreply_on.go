@@ -106,7 +106,7 @@ func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, con
 	out := control.AutoReplyStatus{
 		Compiled: true, Backend: st.Backend, Agent: st.Agent, Trusted: st.Trusted, Untrusted: st.Untrusted,
 		RunsActive: len(st.Active), Active: []control.ActiveRun{}, Reasons: []control.ReasonCount{},
-		Sandbox: control.SandboxState{Probed: st.Sandbox.Probed, OK: st.Sandbox.OK, Code: string(st.Sandbox.Code), Detail: st.Sandbox.Detail, Limits: st.Sandbox.Limits, Tier: st.Sandbox.Tier, At: st.Sandbox.At},
+		Sandbox: control.SandboxState{Probed: st.Sandbox.Probed, OK: st.Sandbox.OK, Code: string(st.Sandbox.Code), Detail: st.Sandbox.Detail, Limits: st.Sandbox.Limits, Tier: st.Sandbox.Tier, Mechanism: st.Sandbox.Mechanism, At: st.Sandbox.At},
 	}
 	for _, r := range st.Active {
 		out.Active = append(out.Active, control.ActiveRun{Run: r.Run, Peer: r.Peer, Interaction: r.Interaction, Route: string(r.Route), Started: r.Started})

@@ -47,8 +47,12 @@ type ProbeResult struct {
 	Code   reasons.Code `json:"code,omitempty"`
 	Detail string       `json:"detail,omitempty"`
 	// Limits is "full" or "none"; Warnings carries no_cgroup_limits in the latter case.
-	Limits   CgroupLimits   `json:"limits"`
-	Warnings []reasons.Code `json:"warnings,omitempty"`
+	Limits CgroupLimits `json:"limits"`
+	// Mechanism says how the limits are enforced, in the operator's words ("cgroup v1
+	// delegated", "cgroup v2 delegated", "systemd scope", "vm guest cgroup", "none"); ""
+	// when the backend does not say.
+	Mechanism string         `json:"mechanism,omitempty"`
+	Warnings  []reasons.Code `json:"warnings,omitempty"`
 	// Shape is what a caller must know of the backend to prepare a run for it.
 	Shape RunShape `json:"shape"`
 	// ConfigHash identifies the sandbox configuration probed; At is when.

@@ -111,12 +111,13 @@ func TestAttackBattery(t *testing.T) {
 	}
 }
 
-// TestProbe: `probe --json` passes the five S7 properties on this host, with limits full.
+// TestProbe: `probe --json` passes the five S7 properties on this host, with limits full,
+// and says by which mechanism (S6): the harness delegates a cgroup v1 hierarchy.
 func TestProbe(t *testing.T) {
 	h := newHost(t)
 	res, code := h.probe(h.bin, "")
-	if code != 0 || !res.OK || res.Limits != sandbox.CgroupFull {
-		t.Fatalf("probe = exit %d %+v, want ok with limits full", code, res)
+	if code != 0 || !res.OK || res.Limits != sandbox.CgroupFull || res.Mechanism != "cgroup v1 delegated" {
+		t.Fatalf("probe = exit %d %+v, want ok with limits full by cgroup v1 delegated", code, res)
 	}
 	want := []string{"loopback", "host_tcp", "host_abstract", "keyring", "userns"}
 	for i, c := range res.Checks {

@@ -23,6 +23,19 @@ import (
 // LimitsMode is the mechanism that enforces memory and task limits.
 type LimitsMode string
 
+// Words is the mode as status and doctor name it.
+func (m LimitsMode) Words() string {
+	switch m {
+	case LimitsSystemd:
+		return "systemd scope"
+	case LimitsV2:
+		return "cgroup v2 delegated"
+	case LimitsV1:
+		return "cgroup v1 delegated"
+	}
+	return "none"
+}
+
 const (
 	LimitsSystemd LimitsMode = "systemd"
 	LimitsV2      LimitsMode = "cgroup2"

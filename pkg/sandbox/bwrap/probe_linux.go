@@ -88,6 +88,10 @@ func (l *Backend) StartProbed(ctx context.Context, p *launch.Plan, stdio sandbox
 	}
 	res := g.Judge(checks)
 	res.Limits, res.Warnings = r.cgroup, warn
+	res.Mechanism = l.mech.Mode.Words()
+	if res.Limits != sandbox.CgroupFull {
+		res.Mechanism = LimitsNone.Words()
+	}
 	if res.Limits != sandbox.CgroupFull && !slices.Contains(res.Warnings, reasons.NoCgroupLimits) {
 		res.Warnings = append(res.Warnings, reasons.NoCgroupLimits)
 	}

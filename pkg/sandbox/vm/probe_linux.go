@@ -83,6 +83,8 @@ func (l *Backend) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 			l.mu.Lock()
 			l.accel = a
 			l.mu.Unlock()
+			// The agent's limits are its cgroup inside the guest (QEMU's wall has its own).
+			res.Mechanism = "vm guest cgroup"
 			detail := string(a)
 			if len(tried) > 0 {
 				detail += " (" + strings.Join(tried, "; ") + ")"
