@@ -91,12 +91,12 @@ var otherOps = map[string]bool{
 var reviewedMach = map[string]bool{
 	"com.apple.system.opendirectoryd.libinfo": true,
 	"com.apple.trustd.agent":                  true,
-	"com.apple.ocspd":                         true,
 	"com.apple.system.notification_center":    true,
 }
 
 // refusedMach are services known to open something a run must not reach, with why.
 var refusedMach = map[string]string{
+	"com.apple.ocspd":                                "it fetches OCSP and CRL URLs outside the sandbox on the run's behalf, whichever URL a crafted certificate names",
 	"com.apple.SecurityServer":                       "the keychain daemon hands out the operator's keychain items",
 	"com.apple.securityd.xpc":                        "the keychain daemon hands out the operator's keychain items",
 	"com.apple.cfprefsd.daemon":                      "preferences can hold tokens",
