@@ -19,9 +19,10 @@ import (
 // doctor asks there: a non-zero exit is agent_fails_in_sandbox; for a script agent the
 // interpreter its "#!/usr/bin/env" line finds in the run is asked too, and one outside the
 // agent's range is agent_runtime_too_old. It returns the agent's version line and the
-// interpreter's version as the run sees it ("" for a native binary). An agent that cannot run
-// in the sandbox at all (agent_unsupported) is not asked.
-func (e *Engine) AgentInSandbox(ctx context.Context, c config.AutoReply) (agentVersion, runtimeVersion string, err error) {
+// interpreter's version as the run sees it ("" for a native binary). The interpreter is the
+// one AgentRuntime found (found), not looked for again. An agent that cannot run in the
+// sandbox at all (agent_unsupported) is not asked.
+func (e *Engine) AgentInSandbox(ctx context.Context, c config.AutoReply, found RuntimeFound) (agentVersion, runtimeVersion string, err error) {
 	spec, ok := agents.Lookup(string(c.Agent))
 	if !ok || !spec.Sandbox {
 		return "", "", nil
@@ -30,10 +31,7 @@ func (e *Engine) AgentInSandbox(ctx context.Context, c config.AutoReply) (agentV
 	if err != nil {
 		return "", "", err
 	}
-	rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath, e.runtimeVersion(c))
-	if err != nil {
-		return "", "", err
-	}
+	rt := found.rt
 	run := func(agent string, argv ...string) (string, error) {
 		s := sandbox.Spec{
 			ID: newRunID() + "-doctor", Mode: sandbox.ModeSandbox, Argv: argv, Agent: agent,
@@ -52,7 +50,7 @@ func (e *Engine) AgentInSandbox(ctx context.Context, c config.AutoReply) (agentV
 				why += " (" + string(o.Limit) + ")"
 			}
 			return "", reasons.New(reasons.AgentFailsInSandbox, fmt.Sprintf("%s in the sandbox: %s: %s",
-				strings.Join(argv, " "), why, reasons.Clip(lastWord(res.Stderr), 200)))
+				strings.Join(argv, " "), why, reasons.Clip(sandbox.LastLine(string(res.Stderr)), 200)))
 		}
 		return firstLine(string(res.Stdout)), nil
 	}
@@ -87,10 +85,4 @@ func firstLine(s string) string {
 		}
 	}
 	return ""
-}
-
-// lastWord is the last non-empty line of b: what a failing program said last.
-func lastWord(b []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -125,20 +125,28 @@ func resolveRuntime(ctx context.Context, spec agents.Spec, prog, configured stri
 	return rt, nil
 }
 
+// RuntimeFound is the interpreter of c's agent as a turn resolved and checked it: Program and
+// Version ("" for an agent that needs none), and what the sandbox binds for it, which
+// AgentInSandbox uses as it is.
+type RuntimeFound struct {
+	Program, Version string
+	rt               agentRuntime
+}
+
 // AgentRuntime is the interpreter a sandboxed run of c's agent would start with, and its
-// version, as a turn resolves and checks it (anet doctor, E10); "", "" for an agent that
-// needs none. The error carries agent_runtime_too_old for one the agent refuses.
-func (e *Engine) AgentRuntime(ctx context.Context, c config.AutoReply) (program, version string, err error) {
+// version, as a turn resolves and checks it (anet doctor, E10). The error carries
+// agent_runtime_too_old for one the agent refuses.
+func (e *Engine) AgentRuntime(ctx context.Context, c config.AutoReply) (RuntimeFound, error) {
 	spec, ok := agents.Lookup(string(c.Agent))
 	if !ok {
-		return "", "", fmt.Errorf("unknown agent %q", c.Agent)
+		return RuntimeFound{}, fmt.Errorf("unknown agent %q", c.Agent)
 	}
 	prog, err := e.AgentProgram(c)
 	if err != nil {
-		return "", "", err
+		return RuntimeFound{}, err
 	}
 	rt, err := resolveRuntime(ctx, spec, prog, c.AgentRuntime, e.o.LookPath, e.runtimeVersion(c))
-	return rt.Program, rt.Version, err
+	return RuntimeFound{Program: rt.Program, Version: rt.Version, rt: rt}, err
 }
 
 // runtimeVersion asks anet-sandboxd to run the interpreter's --version as a direct run: anetd

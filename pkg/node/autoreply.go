@@ -30,12 +30,11 @@ type autoReplier interface {
 	reload(c config.AutoReply, directWork string) error
 	// agentProgram is c's agent program as a turn would start it (anet doctor).
 	agentProgram(c config.AutoReply) (string, error)
-	// agentRuntime is c's agent's interpreter and version as a sandboxed turn would check
-	// them, with the refusal's code (anet doctor, E10).
-	agentRuntime(ctx context.Context, c config.AutoReply) (program, version string, code reasons.Code, err error)
-	// agentInSandbox is c's agent asked for its version in a sandbox built like a turn's,
-	// with the refusal's code (anet doctor, S8).
-	agentInSandbox(ctx context.Context, c config.AutoReply) (agentVersion, runtimeVersion string, code reasons.Code, err error)
+	// doctorAgent fills v's agent checks for anet doctor: c's agent's interpreter as a
+	// sandboxed turn would check it (E10), and, when probed (a sandbox can run), the agent and
+	// that interpreter asked in a sandbox built like a turn's (S8), each with its refusal's
+	// code. v.AgentPath is the agent's program.
+	doctorAgent(ctx context.Context, c config.AutoReply, probed bool, v *control.DoctorView)
 }
 
 func (n *Node) autoReplyRoutes(s *control.Server) {

@@ -130,28 +130,37 @@ func (a engineAdapter) agentProgram(c config.AutoReply) (string, error) {
 	return a.Engine.AgentProgram(c)
 }
 
-func (a engineAdapter) agentRuntime(ctx context.Context, c config.AutoReply) (string, string, reasons.Code, error) {
-	p, v, err := a.Engine.AgentRuntime(ctx, c)
+func (a engineAdapter) doctorAgent(ctx context.Context, c config.AutoReply, probed bool, v *control.DoctorView) {
+	found, err := a.Engine.AgentRuntime(ctx, c)
 	if err != nil {
-		code, err := forDoctor(err)
-		return "", "", code, err
+		v.AgentRuntimeCode, err = forDoctor(err)
+		v.AgentRuntimeError = err.Error()
+		return
 	}
-	return p, v, "", nil
-}
-
-func (a engineAdapter) agentInSandbox(ctx context.Context, c config.AutoReply) (string, string, reasons.Code, error) {
-	av, rv, err := a.Engine.AgentInSandbox(ctx, c)
-	if err != nil {
+	if found.Program != "" {
+		v.AgentRuntime = found.Program + " " + found.Version
+	}
+	// A passing --version on the host says nothing about the run: ask where a stranger's
+	// turn runs. The openai back-end starts no program.
+	if !probed || c.Backend != config.BackendExec {
+		return
+	}
+	av, rv, err := a.Engine.AgentInSandbox(ctx, c, found)
+	switch {
+	case err != nil:
 		// The run's own code (the sandbox could not start it, its helper is down), or the
 		// agent's failure there.
 		code := reasons.CodeOf(err)
 		if code == "" {
 			code = reasons.AgentFailsInSandbox
 		}
-		_, err := forDoctor(err)
-		return "", "", code, err
+		_, err = forDoctor(err)
+		v.AgentSandboxError, v.AgentSandboxCode = err.Error(), code
+	case rv != "":
+		v.AgentSandbox = av + ", runtime " + rv
+	default:
+		v.AgentSandbox = av
 	}
-	return av, rv, "", nil
 }
 
 // forDoctor splits an agent check's error into its code and its detail: doctor prints the

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 
-	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/sandbox/remote"
@@ -31,25 +30,7 @@ func (n *Node) doctorView(r *http.Request) (any, error) {
 			v.AgentError = err.Error()
 		} else {
 			v.AgentPath = p
-			prog, ver, code, err := n.ar.agentRuntime(ctx, c)
-			if err != nil {
-				v.AgentRuntimeError, v.AgentRuntimeCode = err.Error(), code
-			} else if prog != "" {
-				v.AgentRuntime = prog + " " + ver
-			}
-			if err == nil && probed && c.Backend == config.BackendExec {
-				// A passing --version on the host says nothing about the run: ask where a
-				// stranger's turn runs (S8, E10). The openai back-end starts no program.
-				av, rv, code, err := n.ar.agentInSandbox(ctx, c)
-				switch {
-				case err != nil:
-					v.AgentSandboxError, v.AgentSandboxCode = err.Error(), code
-				case rv != "":
-					v.AgentSandbox = av + ", runtime " + rv
-				default:
-					v.AgentSandbox = av
-				}
-			}
+			n.ar.doctorAgent(ctx, c, probed, &v)
 		}
 	} else {
 		v.AgentError = "auto-reply is not in this build"

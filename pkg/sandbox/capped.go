@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -56,3 +57,13 @@ func (c *Capped) Bytes() []byte {
 
 // String is the kept bytes as a string.
 func (c *Capped) String() string { return string(c.Bytes()) }
+
+// LastLine is the last non-empty line of s (a program's last word, kept by a tail Capped);
+// carriage returns (a serial console's) are dropped.
+func LastLine(s string) string {
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\r", ""))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}

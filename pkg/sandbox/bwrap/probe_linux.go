@@ -84,7 +84,7 @@ func (l *Backend) StartProbed(ctx context.Context, p *launch.Plan, stdio sandbox
 		if out.Err != nil {
 			return failed(sandbox.CodeOf(out.Err), out.Err.Error())
 		}
-		return failed(reasons.SandboxStartFailed, fmt.Sprintf("%v (exit %d): %s", err, out.ExitCode, launch.LastLine(r.stderr.String())))
+		return failed(reasons.SandboxStartFailed, fmt.Sprintf("%v (exit %d): %s", err, out.ExitCode, sandbox.LastLine(r.stderr.String())))
 	}
 	res := g.Judge(checks)
 	res.Limits, res.Warnings = r.cgroup, warn

@@ -33,7 +33,6 @@ type run struct {
 	l    *Backend
 	plan *launch.Plan
 	lim  sandbox.Limits
-	wall Wall
 	gate *gate.Host // the probe folded into the run (StartProbed), or nil
 	lay  Layout
 	fds  fdTable // the child's descriptors past stdio, until exec has handed them over
@@ -114,7 +113,7 @@ func (l *Backend) StartWall(ctx context.Context, p *launch.Plan, stdio sandbox.S
 // when g releases it (pkg/sandbox/gate). It applies the plan as one ordered list of named
 // steps; the first that fails undoes what the earlier ones made, and its error names it.
 func (l *Backend) start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, w Wall, g *gate.Host) (*run, error) {
-	r := &run{l: l, plan: p, lim: p.Limits(), wall: w, gate: g, pidfd: -1,
+	r := &run{l: l, plan: p, lim: p.Limits(), gate: g, pidfd: -1,
 		childPid: make(chan int, 1), statusDone: make(chan struct{})}
 	r.Watch = launch.NewWatch(r.lim, func() { r.signalInit(unix.SIGTERM) }, r.kill, r.overDisk)
 	r.stderr = sandbox.NewTail(stdio.Stderr, 4096)
@@ -123,7 +122,7 @@ func (l *Backend) start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio
 		name string
 		do   func() error
 	}{
-		{"programs", r.findPrograms},
+		{"programs", func() error { return r.findPrograms(w) }},
 		{"cgroups", r.makeLeaf},
 		{"dirs", r.makeDirs},
 		{"seccomp", r.addSeccomp},
@@ -146,8 +145,9 @@ func (l *Backend) start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio
 	return r, nil
 }
 
-// findPrograms finds bwrap and the run's init, and starts the run's layout with them.
-func (r *run) findPrograms() error {
+// findPrograms finds bwrap and the run's init, and starts the run's layout with them and
+// the wall's named differences.
+func (r *run) findPrograms(w Wall) error {
 	bw, err := r.l.bwrapPath()
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func (r *run) findPrograms() error {
 	}
 	r.argv = []string{bw}
 	r.lay = Layout{EnvFD: -1, StatusFD: -1, HoldFD: -1, Hostname: r.l.cfg.Hostname, Init: initBin, Self: r.l.cfg.Self,
-		Unsafe: r.l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: r.wall, FileSize: r.lim.FileSize}
+		Unsafe: r.l.unsafe, SystemDirs: launch.HostSystemDirs(), Wall: w, FileSize: r.lim.FileSize}
 	return nil
 }
 
@@ -545,7 +545,7 @@ func (r *run) finish(waitErr error) {
 			msg = waitErr.Error()
 		}
 		o.ExitCode = -1
-		o.Err = reasons.New(classifyStart(msg), launch.LastLine(msg))
+		o.Err = reasons.New(classifyStart(msg), sandbox.LastLine(msg))
 	}
 	if r.pidfd >= 0 {
 		unix.Close(r.pidfd)

@@ -5,12 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 )
 
 // What every backend's run does alike, written once: the shell's exit-status convention
-// (SignalExit, SignalOf, StatusOf), a program's last word (LastLine), the cgroup files'
+// (SignalExit, SignalOf, StatusOf), the cgroup files'
 // number formats (cgroupfs.go), and the watch each run embeds (watch.go).
 
 // SignalExit is the status of a process that signal sig ended, by the shell's convention
@@ -29,16 +28,6 @@ func SignalOf(status int) int {
 // out, StopAll).
 func Killed() (status, signal int) {
 	return SignalExit(syscall.SIGKILL), int(syscall.SIGKILL)
-}
-
-// LastLine is the last non-empty line of s (a program's last word); carriage returns (a
-// serial console's) are dropped.
-func LastLine(s string) string {
-	s = strings.TrimSpace(strings.ReplaceAll(s, "\r", ""))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }
 
 // RunHostname is a run's hostname unless its backend is told another: nothing of the host's

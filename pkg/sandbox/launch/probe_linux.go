@@ -73,7 +73,7 @@ func RunProbe(ctx context.Context, start StartFunc, targets attack.ProbeTargets,
 		return fail(sandbox.CodeOf(out.Err), out.Err.Error())
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res.Checks); err != nil || len(res.Checks) == 0 {
-		return fail(reasons.SandboxStartFailed, fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, LastLine(stderr.String())))
+		return fail(reasons.SandboxStartFailed, fmt.Sprintf("probe output unreadable (exit %d): %s", out.ExitCode, sandbox.LastLine(stderr.String())))
 	}
 	// The verdict is the host's, whatever the sandbox side wrote.
 	v := can.Judge(res.Checks, attack.ProbeCheckNames(targets))

@@ -124,5 +124,5 @@ func batteryTrouble(out sandbox.Outcome, parseErr error, stderr string) string {
 	case parseErr != nil:
 		return "output unreadable: " + parseErr.Error()
 	}
-	return LastLine(stderr)
+	return sandbox.LastLine(stderr)
 }

@@ -15,6 +15,7 @@ import (
 
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/linksafe"
+	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
 
@@ -212,7 +213,7 @@ func selfCheck(ctx context.Context, in checkInput, run inProfile) ([]check.Check
 	case err != nil:
 		out = append(out, fail(ItemProfile, "M1", "sandbox-exec did not run: "+err.Error()))
 	case code != 0:
-		out = append(out, fail(ItemProfile, "M1", fmt.Sprintf("/usr/bin/true in the profile exited %d: %s", code, clip(launch.LastLine(stderr)))))
+		out = append(out, fail(ItemProfile, "M1", fmt.Sprintf("/usr/bin/true in the profile exited %d: %s", code, clip(sandbox.LastLine(stderr)))))
 	default:
 		out = append(out, pass(ItemProfile, "M1", "the profile compiles and /usr/bin/true runs in it"))
 	}
@@ -231,7 +232,7 @@ func selfCheck(ctx context.Context, in checkInput, run inProfile) ([]check.Check
 	for _, name := range want {
 		g, ok := byName[name]
 		if !ok {
-			g = fail(name, "M1", fmt.Sprintf("no result from the check program (exit %d, %v): %s", code, err, clip(launch.LastLine(stderr))))
+			g = fail(name, "M1", fmt.Sprintf("no result from the check program (exit %d, %v): %s", code, err, clip(sandbox.LastLine(stderr))))
 		}
 		out = append(out, g)
 	}

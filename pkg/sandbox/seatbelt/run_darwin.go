@@ -222,7 +222,7 @@ func (r *run) watch(ctx context.Context) {
 	case o.ExitCode == 125 && strings.Contains(tail, "anet-sandboxd "+WrapCommand+":"),
 		o.ExitCode != 0 && strings.Contains(tail, "sandbox-exec:"):
 		// The wrapper or sandbox-exec failed: the agent never ran.
-		o.ExitCode, o.Signal, o.Err = -1, 0, reasons.New(reasons.SandboxStartFailed, clip(launch.LastLine(tail)))
+		o.ExitCode, o.Signal, o.Err = -1, 0, reasons.New(reasons.SandboxStartFailed, clip(sandbox.LastLine(tail)))
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) && o.Err == nil {

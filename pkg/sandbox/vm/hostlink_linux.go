@@ -10,7 +10,6 @@ import (
 
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
-	"anet.dev/anet/pkg/sandbox/launch"
 	"anet.dev/anet/pkg/sandbox/runinit"
 )
 
@@ -126,10 +125,10 @@ func (r *run) bootFailure(what string) error {
 	case <-time.After(10 * time.Second):
 	}
 	msg := "guest did not start the agent: " + what
-	if q := launch.LastLine(r.qemuErr.String()); q != "" {
+	if q := sandbox.LastLine(r.qemuErr.String()); q != "" {
 		msg += "; qemu: " + q
 	}
-	if c := launch.LastLine(r.console.String()); c != "" {
+	if c := sandbox.LastLine(r.console.String()); c != "" {
 		msg += "; console: " + c
 	}
 	return reasons.New(reasons.SandboxStartFailed, msg)
@@ -139,7 +138,7 @@ func (r *run) bootFailure(what string) error {
 func (r *run) serveStreams(stdio sandbox.Stdio, endpoint string) {
 	sem := make(chan struct{}, maxEndpointStreams)
 	logf := func(format string, a ...any) {
-		r.l.cfg.Log.Warn("vm link: "+fmt.Sprintf(format, a...), "id", r.spec.ID)
+		r.l.cfg.Log.Warn("vm link: "+fmt.Sprintf(format, a...), "id", r.plan.ID())
 	}
 	seen := map[Kind]bool{}
 	for {

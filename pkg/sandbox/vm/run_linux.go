@@ -63,7 +63,6 @@ type run struct {
 	*launch.Watch // Wait, Stop, Kill, Settled
 	l             *Backend
 	plan          *launch.Plan
-	spec          sandbox.Spec
 	lim           sandbox.Limits
 	began         time.Time
 
@@ -111,7 +110,7 @@ func (l *Backend) Start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio
 
 func (l *Backend) startWith(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio, accel Accel) (launch.Run, error) {
 	lim := p.Limits()
-	r := &run{l: l, plan: p, spec: p.Spec(), lim: lim, accel: accel, transport: transportFor(accel), began: time.Now(),
+	r := &run{l: l, plan: p, lim: lim, accel: accel, transport: transportFor(accel), began: time.Now(),
 		innerDone: make(chan sandbox.Outcome, 1), ctlDone: make(chan struct{}),
 		console: sandbox.NewTail(nil, 4096), qemuErr: sandbox.NewTail(nil, 4096)}
 	// The wall clock counts from the agent's start: the watch runs once Start has seen it.
@@ -156,10 +155,10 @@ func (r *run) checkUser() error {
 // findGuest finds the guest's kernel and initramfs and QEMU, and refuses what the guest cannot
 // be given yet.
 func (r *run) findGuest(ctx context.Context) error {
-	if r.spec.RuntimeTree != "" {
+	if r.plan.Spec().RuntimeTree != "" {
 		// Fail closed: the guest has no share for a second tree yet, and an agent whose
 		// interpreter is missing would fail in a way that reads like the agent's own.
-		return fmt.Errorf("runtime_tree %s: an agent interpreter outside the system dirs is not supported by the vm isolation tier", r.spec.RuntimeTree)
+		return fmt.Errorf("runtime_tree %s: an agent interpreter outside the system dirs is not supported by the vm isolation tier", r.plan.Spec().RuntimeTree)
 	}
 	var err error
 	if r.guest, err = r.l.prepare(ctx); err != nil {
@@ -195,7 +194,7 @@ func (r *run) listen() error {
 // describe is the run as QEMU, its wall and the guest see it: the machine, the named
 // differences of QEMU's wall from an agent's, the guest's config, and QEMU's own plan.
 func (r *run) describe(stdio sandbox.Stdio) error {
-	spec, host, lim, accel := r.spec, r.plan.Host(), r.lim, r.accel
+	spec, host, lim, accel := r.plan.Spec(), r.plan.Host(), r.lim, r.accel
 	wall := bwrap.Wall{Binds: []bwrap.Bind{{Src: r.guest.kernel.Vmlinux(), Dst: wallKernel}, {Src: r.guest.initramfs, Dst: wallInitramfs}}}
 	r.cfg = GuestConfig{
 		Argv: r.plan.Argv(), Env: spec.Env, HomeFiles: spec.HomeFiles, Port: spec.Port,
@@ -292,12 +291,12 @@ func (l *Backend) bootTimeout(a Accel) time.Duration {
 // makeDir creates <RunRoot>/<ID>.vm (the link socket's dir), locked like a run dir so a
 // killed launcher's is swept.
 func (r *run) makeDir() error {
-	root, rootF, err := linksafe.MkdirUnder(r.spec.RunRoot, "", 0o700)
+	root, rootF, err := linksafe.MkdirUnder(r.plan.Spec().RunRoot, "", 0o700)
 	if err != nil {
 		return fmt.Errorf("run root: %w", err)
 	}
 	defer rootF.Close()
-	name := r.spec.ID + ".vm"
+	name := r.plan.ID() + ".vm"
 	if err := unix.Mkdirat(int(rootF.Fd()), name, 0o700); err != nil {
 		return err
 	}
@@ -380,7 +379,7 @@ func (r *run) finish(inner sandbox.Outcome) {
 		msg := "the VM ended without the agent's status"
 		if guestErr != "" {
 			msg += ": " + guestErr
-		} else if c := launch.LastLine(r.console.String()); c != "" {
+		} else if c := sandbox.LastLine(r.console.String()); c != "" {
 			msg += "; console: " + c
 		}
 		o.ExitCode = -1
@@ -393,7 +392,7 @@ func (r *run) finish(inner sandbox.Outcome) {
 		o.Detail = reasons.Text(o.Limit)
 	}
 	r.cleanup()
-	r.l.cfg.Log.Info("run ended", "id", r.spec.ID, "isolation", "vm", "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
+	r.l.cfg.Log.Info("run ended", "id", r.plan.ID(), "isolation", "vm", "exit", o.ExitCode, "limit", o.Limit, "err", o.Err)
 	r.Finish(o)
 	// The vm dir is removed above, before the outcome (one dir beside a boot of seconds);
 	// QEMU's wall removes its own dirs and cgroups after its outcome.
