@@ -19,6 +19,7 @@ import (
 	"anet.dev/anet/internal/testharness"
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
@@ -40,14 +41,14 @@ type arFake struct {
 	up     *standin.Upstream
 	caFile string
 	key    string
-	ca     *testkit.CA
+	ca     *localca.Authority
 	// addr, when set, is where api.openai.com goes instead of up (a Responses fake).
 	openai string
 }
 
 func newARFake(t *testing.T, dir string, pinned string) *arFake {
 	t.Helper()
-	ca, err := testkit.NewCA("api.anthropic.com", "api.openai.com", chatHost)
+	ca, err := localca.New("api.anthropic.com", "api.openai.com", chatHost)
 	if err != nil {
 		t.Fatal(err)
 	}

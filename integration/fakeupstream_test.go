@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
@@ -26,7 +26,7 @@ type fakeUpstream struct {
 }
 
 // start serves h over TLS with ca's certificate until the test ends.
-func (u *fakeUpstream) start(t *testing.T, ca *testkit.CA, h http.HandlerFunc) {
+func (u *fakeUpstream) start(t *testing.T, ca *localca.Authority, h http.HandlerFunc) {
 	t.Helper()
 	u.srv = httptest.NewUnstartedServer(h)
 	u.srv.EnableHTTP2 = true

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/localca"
 )
 
 // chatHost is the operator's api_base host in the real-agent tests: a name of its own (the
@@ -49,7 +49,7 @@ func chatModels(model string, cap int) string {
 	return fmt.Sprintf("providers:\n  custom:\n    models:\n      %s: {input_price: \"0.5\", output_price: 2, max_output_tokens: %d}\n", model, cap)
 }
 
-func newChatFake(t *testing.T, ca *testkit.CA, key, pinned, answer string, cap int) *chatFake {
+func newChatFake(t *testing.T, ca *localca.Authority, key, pinned, answer string, cap int) *chatFake {
 	t.Helper()
 	f := &chatFake{key: key, pinned: pinned, answer: answer, cap: cap, shellTools: map[string]string{
 		"bash": `{"command":` + shellProbeJSON + `,"description":"Print the working directory"}`, // opencode

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
@@ -61,7 +61,7 @@ func runRealCodex(t *testing.T, prefix, codex, pinned, codexModel string) {
 	const tokenEnv = "ANET_ENDPOINT_TOKEN"
 	key := "sk-proj-operator-" + randomHex(t, 12)
 
-	ca, err := testkit.NewCA("api.openai.com")
+	ca, err := localca.New("api.openai.com")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/localca"
 )
 
 // openAIFake plays api.openai.com's Responses API over real TLS (the stand-in's CA) and
@@ -68,7 +68,7 @@ func hostedTools(o map[string]any) []string {
 // codexStreamCost is what one streamed answer of openAIFake costs at gpt-6-luna (K1).
 const codexStreamCost = 590
 
-func newOpenAIFake(t *testing.T, ca *testkit.CA, key, pinned, answer string) *openAIFake {
+func newOpenAIFake(t *testing.T, ca *localca.Authority, key, pinned, answer string) *openAIFake {
 	t.Helper()
 	f := &openAIFake{key: key, pinned: pinned, answer: answer}
 	f.start(t, ca, f.serve)

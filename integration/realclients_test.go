@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
@@ -69,7 +69,7 @@ func TestRealClaudeCLIThroughSandboxAndEndpoint(t *testing.T) {
 	const pinned = "claude-haiku-5-5" // the cheapest Anthropic model: what an empty model pins (E2)
 	key := "sk-ant-operator-" + randomHex(t, 12)
 
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,10 @@ import (
 	"sync"
 	"time"
 
-	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/standin"
@@ -53,7 +53,7 @@ func runModel(cfg config, rep *report) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func runModel(cfg config, rep *report) error {
 // closing the old one) every requestsPerRun requests.
 type runRotator struct {
 	dir  string
-	ca   *testkit.CA
+	ca   *localca.Authority
 	k    keys.Keys
 	logW io.Closer
 	n    int
@@ -224,7 +224,7 @@ type runRotator struct {
 	c    *http.Client
 }
 
-func newRunRotator(dir string, ca *testkit.CA) (*runRotator, error) {
+func newRunRotator(dir string, ca *localca.Authority) (*runRotator, error) {
 	kf := filepath.Join(dir, "keys.yaml")
 	if err := os.WriteFile(kf, []byte("anthropic: "+benchKey+"\n"), 0o600); err != nil {
 		return nil, err

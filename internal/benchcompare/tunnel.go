@@ -23,6 +23,7 @@ import (
 	"anet.dev/anet/pkg/egress"
 	"anet.dev/anet/pkg/endpoint"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/localca"
 )
 
 // tunnelHost's public address is what the tunnel resolves and checks; the dialer's test hook
@@ -53,7 +54,7 @@ func runTunnel(cfg config, rep *report) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	ca, err := testkit.NewCA(tunnelHost)
+	ca, err := localca.New(tunnelHost)
 	if err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func rawDownload(dial func(string) (net.Conn, error), target string, hello []byt
 	return readAll(c, start)
 }
 
-func tlsDownload(dial func(string) (net.Conn, error), target string, ca *testkit.CA) (float64, error) {
+func tlsDownload(dial func(string) (net.Conn, error), target string, ca *localca.Authority) (float64, error) {
 	c, err := dial(target)
 	if err != nil {
 		return 0, err

@@ -92,11 +92,11 @@ var layers = []struct {
 		{"cmd/anet-demo", []string{"pkg/demo"}},
 	}},
 	{"tests and tooling, linked by no release binary", []allowed{
-		{"internal/testkit", []string{"pkg/localca"}},
+		{"internal/testkit", nil},
 		{"internal/testharness", nil},
 		{"internal/boundaries", nil},
 		{"internal/benchcompare/gopid1", nil},
-		{"internal/benchcompare", []string{"pkg/logging", "pkg/dialer", "pkg/sandbox/seccomp", "pkg/modelproxy/standin", "pkg/sandbox", "pkg/store", "pkg/keys", "pkg/egress", "pkg/modelproxy", "pkg/sandbox/launch", "pkg/sandbox/bwrap", "pkg/endpoint", "internal/testkit"}},
+		{"internal/benchcompare", []string{"pkg/logging", "pkg/dialer", "pkg/localca", "pkg/sandbox/seccomp", "pkg/modelproxy/standin", "pkg/sandbox", "pkg/store", "pkg/keys", "pkg/egress", "pkg/modelproxy", "pkg/sandbox/launch", "pkg/sandbox/bwrap", "pkg/endpoint", "internal/testkit"}},
 	}},
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -40,14 +41,14 @@ const (
 
 var (
 	caOnce sync.Once
-	ca     *testkit.CA
+	ca     *localca.Authority
 	caErr  error
 )
 
 // theCA is the throw-away CA, made once, with one leaf for the names the tests tunnel to.
-func theCA(t testing.TB) *testkit.CA {
+func theCA(t testing.TB) *localca.Authority {
 	t.Helper()
-	caOnce.Do(func() { ca, caErr = testkit.NewCA("pypi.org", "files.pythonhosted.org", "xn--mnchen-3ya.de") })
+	caOnce.Do(func() { ca, caErr = localca.New("pypi.org", "files.pythonhosted.org", "xn--mnchen-3ya.de") })
 	if caErr != nil {
 		t.Fatal(caErr)
 	}

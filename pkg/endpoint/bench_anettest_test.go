@@ -15,9 +15,9 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/keys"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/logging"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/standin"
@@ -38,14 +38,14 @@ const (
 )
 
 type benchSetup struct {
-	ca  *testkit.CA
+	ca  *localca.Authority
 	up  *standin.Upstream
 	dir string
 	k   keys.Keys
 }
 
 func newBenchSetup(b *testing.B) *benchSetup {
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
@@ -30,7 +31,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 		{"codex", "/v1/responses", `{"model":"gpt-6","input":"hi","store":true}`, "Authorization", "api.openai.com"},
 	} {
 		t.Run(c.agent, func(t *testing.T) {
-			ca, err := testkit.NewCA(c.provider)
+			ca, err := localca.New(c.provider)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +87,7 @@ func TestModelRequestThroughSocketE1F3(t *testing.T) {
 // (spend_limit), never past it; a stream still open when the run ends (its wall clock, say)
 // is charged its worst case when the endpoint closes, so ending a run early saves nothing.
 func TestRunStoppedAtAllowanceK2(t *testing.T) {
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 // mcp_servers gets the rule's anet: sentence and never reaches the upstream; the same request
 // without them is forwarded (the control).
 func TestFallbackExtrasNeverReachUpstreamE4(t *testing.T) {
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestFallbackExtrasNeverReachUpstreamE4(t *testing.T) {
 // opened while another is still open reuses the connection. Once every run has ended, the
 // upstream sees its connection closed and this process holds no more descriptors than before.
 func TestRunsShareUpstreamConnectionsQ1(t *testing.T) {
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		t.Fatal(err)
 	}

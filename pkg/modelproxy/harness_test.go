@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/secret"
@@ -55,7 +55,7 @@ func newHarnessKey(t testing.TB, key, agent, model string, lim Limits, opts ...f
 	h := &harness{t: t, key: key, ph: randHex(t, 32), logs: &standin.LogBuffer{}}
 	e := mustEngine(t, agent, "", model)
 	up, _ := upstream.For(agent, "")
-	ca, err := testkit.NewCA(up.Host)
+	ca, err := localca.New(up.Host)
 	if err != nil {
 		t.Fatal(err)
 	}

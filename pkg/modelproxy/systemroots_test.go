@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 )
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // E11, H7: the upstream is verified against the system store, which SSL_CERT_FILE replaces in
 // tests; an unknown CA is refused; proxy variables in the environment are ignored.
 func TestSystemRootsAndNoProxyE11H7(t *testing.T) {
-	ca, err := testkit.NewCA("api.anthropic.com")
+	ca, err := localca.New("api.anthropic.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestSystemRootsAndNoProxyE11H7(t *testing.T) {
 	if err := os.WriteFile(pem, ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	other, _ := testkit.NewCA("api.anthropic.com")
+	other, _ := localca.New("api.anthropic.com")
 	otherPEM := filepath.Join(t.TempDir(), "other.pem")
 	os.WriteFile(otherPEM, other.PEM, 0o600)
 	proxyEnv := []string{"HTTPS_PROXY=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9"}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"anet.dev/anet/internal/testkit"
 	"anet.dev/anet/pkg/dialer"
 	"anet.dev/anet/pkg/egresswire"
+	"anet.dev/anet/pkg/localca"
 	"anet.dev/anet/pkg/modelproxy/standin"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
@@ -22,7 +22,7 @@ import (
 // store:false, the operator's key (and nothing of the agent side) reach the upstream, over
 // verified TLS; the answer text comes back.
 func TestCompleteThroughProxy(t *testing.T) {
-	ca, err := testkit.NewCA("api.openai.com", "llm.example")
+	ca, err := localca.New("api.openai.com", "llm.example")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestCompleteThroughProxy(t *testing.T) {
 // usage × price) and held to its allowance: a call whose worst case does not fit is refused
 // with spend_limit before it leaves.
 func TestCompleteMeteredK1K2(t *testing.T) {
-	ca, err := testkit.NewCA("api.openai.com")
+	ca, err := localca.New("api.openai.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestCompleteMeteredK1K2(t *testing.T) {
 // F3, E1: an upstream that quotes the key it refused does not put it in the reply, which the
 // node stores and shows: the proxy redacted it.
 func TestCompleteFailureNeverQuotesTheKey(t *testing.T) {
-	ca, err := testkit.NewCA("api.openai.com")
+	ca, err := localca.New("api.openai.com")
 	if err != nil {
 		t.Fatal(err)
 	}
