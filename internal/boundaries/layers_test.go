@@ -48,6 +48,7 @@ var layers = []struct {
 		{"pkg/sandbox/seccomp", []string{"pkg/sandbox/memfd"}},
 		{"pkg/sandbox/vm/guestimage", []string{"pkg/reasons"}},
 		{"pkg/modelproxy/standin", []string{"pkg/limits", "pkg/localca"}},
+		{"pkg/receipt", []string{"pkg/reasons", "pkg/money"}},
 	}},
 	{"the node's data: configuration, the run spec, the wire, the store", []allowed{
 		{"pkg/config", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/hostname", "pkg/nodedirs", "pkg/modelproxy/upstream"}},
