@@ -43,8 +43,8 @@ type Params struct {
 	// (Seatbelt) has them under the run dir on the host (sandbox.HostRunDirs).
 	Tmp, Work string
 	// Loopback: the run's endpoint is on the host's loopback (Seatbelt: no network
-	// namespace) and refuses a CONNECT without the placeholder (M1), so the agent also gets
-	// the proxy URL with the placeholder as its password, and NO_PROXY for the endpoint.
+	// namespace) and refuses a CONNECT without the placeholder (M1), so the proxy URL the
+	// agent gets carries the placeholder as its password.
 	Loopback bool
 	// Sandboxed selects the sandbox settings; false is direct mode (see the package doc).
 	Sandboxed bool
@@ -154,9 +154,7 @@ func For(p Params) (Launch, error) {
 	if err != nil {
 		return Launch{}, fmt.Errorf("agent launch %s: %w", p.Agent, err)
 	}
-	if p.Loopback {
-		addLoopbackProxy(l.Env, p)
-	}
+	addProxy(l.Env, p)
 	// Fail closed at the source: a name the launcher would refuse is a bug here, not there.
 	if err := sandbox.ValidateEnv(l.EnvList(), p.Port); err != nil {
 		return Launch{}, fmt.Errorf("agent launch %s: %w", p.Agent, err)
@@ -256,12 +254,19 @@ func checkPlaceholder(ph string) error {
 // endpoint is the agent-side base URL of the run's endpoint, without a path.
 func endpoint(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 
-// addLoopbackProxy points the agent's HTTPS proxy at the run's endpoint with the placeholder
-// as the proxy password: curl, git, pip, npm, Node and Go clients send it as
-// Proxy-Authorization on CONNECT, which the loopback endpoint requires (M1). NO_PROXY keeps
-// the model requests to the endpoint direct. Upper and lower case: tools read one or the other.
-func addLoopbackProxy(env map[string]string, p Params) {
-	proxy := "http://anet:" + p.Placeholder + "@127.0.0.1:" + strconv.Itoa(p.Port)
+// addProxy points the agent's HTTPS proxy at the run's endpoint, so that curl, git, pip,
+// npm, Node and Go clients ask the node for every host they reach (H1, H4): an allowed host
+// is tunnelled, and any other is refused with an `anet:` sentence the agent can read, where
+// without a proxy it would meet a name that does not resolve and try another way. NO_PROXY
+// keeps the model requests to the endpoint direct. Upper and lower case: tools read one or
+// the other. On a loopback endpoint (Seatbelt: no network namespace) every CONNECT must carry
+// the placeholder (M1), so it goes in as the proxy password; the run's own socket (Linux)
+// needs none, and none is handed out.
+func addProxy(env map[string]string, p Params) {
+	proxy := "http://127.0.0.1:" + strconv.Itoa(p.Port)
+	if p.Loopback {
+		proxy = "http://anet:" + p.Placeholder + "@127.0.0.1:" + strconv.Itoa(p.Port)
+	}
 	for _, k := range []string{"HTTPS_PROXY", "https_proxy"} {
 		env[k] = proxy
 	}

@@ -155,6 +155,13 @@ func TestExactEnv(t *testing.T) {
 		}},
 	}
 	for _, c := range cases {
+		// Every agent asks the endpoint for every host it reaches (H1, H4).
+		for _, k := range []string{"HTTPS_PROXY", "https_proxy"} {
+			c.want[k] = base
+		}
+		for _, k := range []string{"NO_PROXY", "no_proxy"} {
+			c.want[k] = "127.0.0.1,localhost"
+		}
 		t.Run(string(c.agent), func(t *testing.T) {
 			l := mustFor(t, params(c.agent, true))
 			if len(l.Env) != len(c.want) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,14 +79,19 @@ func TestMacOSSettingsM1(t *testing.T) {
 			{[]any{"model_providers", "anet", "base_url"}, "http://127.0.0.1:49733/v1"},
 		})
 	})
-	t.Run("linux has no proxy", func(t *testing.T) {
-		// On Linux the endpoint is the run's own socket: no credentials are handed out for it.
+	t.Run("linux proxy carries no credentials", func(t *testing.T) {
+		// H1, H4: on Linux the endpoint is the run's own socket, so the proxy every tool
+		// asks is the endpoint's port with no credentials: none are handed out for it.
 		for _, a := range sandboxAgents {
 			l := mustFor(t, params(a, true))
-			for _, k := range []string{"HTTPS_PROXY", "https_proxy", "NO_PROXY"} {
-				if v, ok := l.Env[k]; ok {
-					t.Errorf("For(%s) on Linux sets %s=%q", a, k, v)
+			want := "http://127.0.0.1:" + strconv.Itoa(params(a, true).Port)
+			for _, k := range []string{"HTTPS_PROXY", "https_proxy"} {
+				if v := l.Env[k]; v != want {
+					t.Errorf("For(%s) on Linux sets %s=%q, want %q", a, k, v, want)
 				}
+			}
+			if v := l.Env["NO_PROXY"]; v != "127.0.0.1,localhost" {
+				t.Errorf("For(%s) on Linux sets NO_PROXY=%q, want the endpoint kept direct", a, v)
 			}
 		}
 	})

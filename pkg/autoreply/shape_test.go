@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -107,7 +108,7 @@ func TestTurnFollowsTheBackendShapeM1(t *testing.T) {
 					t.Errorf("home %s, tmp %s: want them under the run root %s", home, tmp, dirs.RunRoot)
 				}
 			} else {
-				if pol.Listen != "" || spec.Endpoint == "" || spec.EndpointAddr != "" || spec.Port != SandboxPort || strings.Contains(env, "PROXY") {
+				if pol.Listen != "" || spec.Endpoint == "" || spec.EndpointAddr != "" || spec.Port != SandboxPort || !strings.Contains(env, "HTTPS_PROXY=http://127.0.0.1:"+strconv.Itoa(SandboxPort)+"\n") || strings.Contains(env, "anet:") {
 					t.Fatalf("namespaced turn: listen %q, endpoint %q, addr %q, port %d, env %s", pol.Listen, spec.Endpoint, spec.EndpointAddr, spec.Port, env)
 				}
 			}

@@ -10,7 +10,9 @@
 // the model call (kill -9 tests); later runs of it see the marker and answer. A task
 // containing FAIL makes it exit 1 after the model call; SLOW makes it take five seconds; LOOP
 // makes it stream one request after another, refused or not, until its run is stopped (a
-// runaway agent spending until its wall clock).
+// runaway agent spending until its wall clock). A task containing "CURL host" makes it run
+// the system's curl for https://host/ as an agent's tool would, with the environment the node
+// gave it, and put curl's exit status and verbose output into its answer.
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -83,6 +86,10 @@ func run() error {
 		time.Sleep(5 * time.Second)
 	}
 	out := fmt.Sprintf("model %s says %s to: %s", model, text, task)
+	if _, host, ok := strings.Cut(task, "CURL "); ok {
+		host, _, _ = strings.Cut(host, " ")
+		out += "\n" + curl(host)
+	}
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": out})
 }
 
@@ -114,4 +121,19 @@ func loop(base, tok string) error {
 			fmt.Fprintln(os.Stderr, "loop: stream ended early")
 		}
 	}
+}
+
+// curl fetches https://host/ with the system's curl, as a shell tool of an agent would: the
+// proxy it uses is whatever the node put in the environment.
+func curl(host string) string {
+	cmd := exec.Command("curl", "-sS", "-v", "--max-time", "20", "-o", "/dev/null", "https://"+host+"/")
+	b, err := cmd.CombinedOutput()
+	code := 0
+	if err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+	}
+	return fmt.Sprintf("curl exit %d:\n%s", code, b)
 }
