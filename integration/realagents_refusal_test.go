@@ -41,6 +41,13 @@ func TestRealClaudeReadsTheEgressRefusal(t *testing.T) {
 	if !bytes.Contains(result, []byte("CONNECT tunnel failed, response 403")) || bytes.Contains(result, []byte("Could not resolve")) {
 		t.Fatalf("the tool result the model read does not carry the proxy's 403:\n%s", clipBody(result))
 	}
+	checkOneRefusedConnect(t, b)
+}
+
+// checkOneRefusedConnect checks the one run's tunnel usage in B's chain: no tunnel opened and
+// exactly one CONNECT refused for the allow-list.
+func checkOneRefusedConnect(t *testing.T, b *testNode) {
+	t.Helper()
 	c := evidence(t, b, "turn_completed")
 	if len(c) != 1 {
 		t.Fatalf("turn_completed entries = %d, want 1", len(c))
