@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -73,6 +77,37 @@ func evidenceCommand() *cli.Command {
 				},
 			},
 			{
+				Name:  "export",
+				Usage: "write the whole chain as JSON lines, each run's receipts inline",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "jsonl", Usage: "JSON Lines: one entry per line (the only format)"},
+					&cli.StringFlag{Name: "out", Usage: "write to `FILE` (mode 0600, in place only once the export is whole) instead of standard output"},
+				},
+				Action: func(c *cli.Context) error {
+					if !c.Bool("jsonl") || c.NArg() != 0 {
+						return fmt.Errorf("usage: anet evidence export --jsonl [--out FILE]")
+					}
+					cl, err := dial()
+					if err != nil {
+						return err
+					}
+					if path := c.String("out"); path != "" {
+						res, err := exportToFile(c.Context, cl, path)
+						if err != nil {
+							return err
+						}
+						fmt.Printf("exported %d entries, up to entry %d (head %s), to %s\n", res.Entries, res.HeadSeq, termsafe.Line(res.Head), termsafe.Line(path))
+						return nil
+					}
+					w := bufio.NewWriter(os.Stdout)
+					if _, err := exportJSONL(c.Context, cl, w); err != nil {
+						w.Flush()
+						return err
+					}
+					return w.Flush()
+				},
+			},
+			{
 				Name:      "note",
 				Usage:     "record an operator note in the chain",
 				ArgsUsage: "TEXT",
@@ -90,6 +125,49 @@ func evidenceCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// exportJSONL writes the chain as anetd streams it (GET /v1/evidence/export), one entry per
+// line, each run's receipts inline: the lines are control.ExportEntry. They are written as
+// they arrive, escaped as --json is (U1): the exact text, and nothing a terminal acts on.
+func exportJSONL(ctx context.Context, cl *control.Client, w io.Writer) (control.ExportResult, error) {
+	var res control.ExportResult
+	err := cl.DoStream(ctx, "GET", "/v1/evidence/export", nil, func(ev json.RawMessage) error {
+		return termsafe.JSONLine(w, ev)
+	}, &res)
+	if err != nil {
+		return res, fmt.Errorf("export evidence: %w", err)
+	}
+	return res, nil
+}
+
+// exportToFile writes the export to a new file beside path and renames it into place once it
+// is whole and synced: path never holds a part of an export that failed.
+func exportToFile(ctx context.Context, cl *control.Client, path string) (control.ExportResult, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return control.ExportResult{}, fmt.Errorf("export evidence: --out: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after the rename there is nothing there to remove
+	w := bufio.NewWriter(f)
+	res, err := exportJSONL(ctx, cl, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return res, fmt.Errorf("--out %s: %w", path, err)
+	}
+	return res, nil
 }
 
 // printEvidence lists chain entries. A peer's aid and interaction id and the details (which

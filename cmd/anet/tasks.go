@@ -197,6 +197,9 @@ func printInteraction(w io.Writer, it control.Interaction) {
 	}
 	for _, r := range it.Runs {
 		fmt.Fprintln(w, runLine(r))
+		for _, line := range receiptLines(r) {
+			fmt.Fprintln(w, line)
+		}
 	}
 	for _, d := range it.Delivery {
 		line := fmt.Sprintf("delivery of %s %s: %s after %d attempt(s)", l(d.Type), l(d.MsgID), l(d.State), d.Attempts)

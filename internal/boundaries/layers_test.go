@@ -54,7 +54,7 @@ var layers = []struct {
 		{"pkg/config", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/hostname", "pkg/nodedirs", "pkg/modelproxy/upstream"}},
 		{"pkg/egresswire", []string{"pkg/limits", "pkg/money", "pkg/modelproxy/upstream"}},
 		{"pkg/sandbox", []string{"pkg/reasons", "pkg/limits", "pkg/linksafe", "pkg/check"}},
-		{"pkg/store", []string{"pkg/reasons", "pkg/canonical", "pkg/peeraddr"}},
+		{"pkg/store", []string{"pkg/reasons", "pkg/canonical", "pkg/peeraddr", "pkg/receipt"}},
 		{"pkg/modelproxy/rules", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/modelproxy/jsontree", "pkg/modelproxy/upstream"}},
 		{"pkg/sandbox/attack", []string{"pkg/reasons", "pkg/check"}},
 	}},
@@ -76,12 +76,12 @@ var layers = []struct {
 		{"pkg/endpoint", []string{"pkg/reasons", "pkg/limits", "pkg/secret", "pkg/loopback", "pkg/modelproxy/upstream", "pkg/config", "pkg/egresswire", "pkg/modelproxy/rules", "pkg/keys", "pkg/modelproxy"}},
 	}},
 	{"services: what a process runs", []allowed{
-		{"pkg/control", []string{"pkg/reasons", "pkg/money", "pkg/check", "pkg/privsep", "pkg/config", "pkg/preflight"}},
-		{"pkg/autoreply", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/linksafe", "pkg/check", "pkg/privsep", "pkg/config", "pkg/egresswire", "pkg/sandbox", "pkg/store", "pkg/agents", "pkg/peer"}},
+		{"pkg/control", []string{"pkg/reasons", "pkg/money", "pkg/check", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/preflight"}},
+		{"pkg/autoreply", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/linksafe", "pkg/check", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/egresswire", "pkg/sandbox", "pkg/store", "pkg/agents", "pkg/peer"}},
 		{"pkg/doctor", []string{"pkg/reasons", "pkg/limits", "pkg/helperpath", "pkg/check", "pkg/modelproxy/upstream", "pkg/privsep", "pkg/config", "pkg/sandbox", "pkg/preflight", "pkg/control"}},
 		{"pkg/endpoint/service", []string{"pkg/reasons", "pkg/limits", "pkg/modelproxy/upstream", "pkg/privsep", "pkg/egresswire", "pkg/modelproxy/rules", "pkg/keys", "pkg/preflight", "pkg/egress", "pkg/modelproxy", "pkg/endpoint"}},
 		{"pkg/endpoint/selftest", []string{"pkg/limits", "pkg/localca", "pkg/check", "pkg/modelproxy/standin", "pkg/keys", "pkg/egress", "pkg/endpoint"}},
-		{"pkg/node", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/helperpath", "pkg/identity", "pkg/linksafe", "pkg/privsep", "pkg/config", "pkg/egresswire", "pkg/store", "pkg/preflight", "pkg/peer", "pkg/sandbox/remote", "pkg/control", "pkg/autoreply"}},
+		{"pkg/node", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/helperpath", "pkg/identity", "pkg/linksafe", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/egresswire", "pkg/store", "pkg/preflight", "pkg/peer", "pkg/sandbox/remote", "pkg/control", "pkg/autoreply"}},
 		{"pkg/demo", []string{"pkg/money", "pkg/localca", "pkg/control"}},
 	}},
 	{"commands: flags wired to the packages below", []allowed{
@@ -89,7 +89,7 @@ var layers = []struct {
 		{"cmd/anet-sandboxd", []string{"pkg/reasons", "pkg/limits", "pkg/nodedirs", "pkg/logging", "pkg/check", "pkg/privsep", "pkg/sandbox", "pkg/sandbox/attack", "pkg/sandbox/remote", "pkg/sandbox/launch", "pkg/sandbox/bwrap", "pkg/sandbox/seatbelt", "pkg/sandbox/vm"}},
 		{"cmd/anet-egress", []string{"pkg/reasons", "pkg/logging", "pkg/check", "pkg/privsep", "pkg/modelproxy/rules", "pkg/keys", "pkg/preflight", "pkg/endpoint", "pkg/endpoint/service", "pkg/endpoint/selftest"}},
 		{"cmd/anetd", []string{"pkg/reasons", "pkg/logging", "pkg/node"}},
-		{"cmd/anet", []string{"pkg/reasons", "pkg/limits", "pkg/termsafe", "pkg/helperpath", "pkg/check", "pkg/peeraddr", "pkg/privsep", "pkg/config", "pkg/sandbox", "pkg/preflight", "pkg/agents", "pkg/control", "pkg/doctor"}},
+		{"cmd/anet", []string{"pkg/reasons", "pkg/limits", "pkg/termsafe", "pkg/helperpath", "pkg/check", "pkg/peeraddr", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/sandbox", "pkg/preflight", "pkg/agents", "pkg/control", "pkg/doctor"}},
 		{"cmd/anet-demo", []string{"pkg/demo"}},
 	}},
 	{"tests and tooling, linked by no release binary", []allowed{

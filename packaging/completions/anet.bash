@@ -58,7 +58,7 @@ _anet() {
     done
 
     case $prev in
-    --config)
+    --config | --out)
         if declare -F _filedir >/dev/null; then
             _filedir
         else
@@ -88,9 +88,10 @@ _anet() {
         ;;
     evidence)
         case $sub in
-        "") opts="verify show note --help -h" ;;
+        "") opts="verify show export note --help -h" ;;
         verify) opts="--json --help -h" ;;
         show) opts="--json --since --kind --peer --limit --help -h" ;;
+        export) opts="--jsonl --out --help -h" ;;
         note) opts="--help -h" ;;
         esac
         ;;

@@ -91,15 +91,18 @@ complete -c anet -n "__fish_seen_subcommand_from reply" -l peer -x -d "the reque
 complete -c anet -n "__fish_seen_subcommand_from doctor" -l json -d 'print JSON for scripts'
 complete -c anet -n "__fish_seen_subcommand_from doctor" -l apparmor-profile -d 'print the AppArmor profile for bwrap'
 
-set -l evidence_subs verify show note
+set -l evidence_subs verify show export note
 complete -c anet -n "__fish_seen_subcommand_from evidence; and not __fish_seen_subcommand_from $evidence_subs" -a verify -d 'check every link and signature'
 complete -c anet -n "__fish_seen_subcommand_from evidence; and not __fish_seen_subcommand_from $evidence_subs" -a show -d 'list entries'
+complete -c anet -n "__fish_seen_subcommand_from evidence; and not __fish_seen_subcommand_from $evidence_subs" -a export -d 'write the chain as JSON lines, with receipts'
 complete -c anet -n "__fish_seen_subcommand_from evidence; and not __fish_seen_subcommand_from $evidence_subs" -a note -d 'record an operator note'
 complete -c anet -n "__fish_seen_subcommand_from evidence; and __fish_seen_subcommand_from verify show" -l json -d 'print JSON for scripts'
 complete -c anet -n "__fish_seen_subcommand_from evidence; and __fish_seen_subcommand_from show" -l since -x -d 'RFC 3339 time, date or duration back (2h)'
 complete -c anet -n "__fish_seen_subcommand_from evidence; and __fish_seen_subcommand_from show" -l kind -x -d 'only entries of this kind'
 complete -c anet -n "__fish_seen_subcommand_from evidence; and __fish_seen_subcommand_from show" -l peer -x -d 'only entries about this peer (aid)'
 complete -c anet -n "__fish_seen_subcommand_from evidence; and __fish_seen_subcommand_from show" -l limit -x -d 'at most this many entries'
+complete -c anet -n "__fish_seen_subcommand_from evidence; and __fish_seen_subcommand_from export" -l jsonl -d 'one entry per line'
+complete -c anet -n "__fish_seen_subcommand_from evidence; and __fish_seen_subcommand_from export" -l out -r -F -d 'write to this file instead of standard output'
 
 set -l config_subs show get set
 complete -c anet -n "__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from $config_subs" -a show -d 'print the effective configuration'

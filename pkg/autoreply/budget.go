@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/money"
+	"anet.dev/anet/pkg/receipt"
 	"anet.dev/anet/pkg/store"
 )
 
@@ -71,26 +72,42 @@ func (l Ledger) Refused(ctx context.Context, peer, interaction string, details m
 }
 
 // Completed records the end of a turn; counted turns get their run_counted entry in the same
-// transaction, so the count and the completion exist together or not at all.
-func (l Ledger) Completed(ctx context.Context, peer, interaction string, counted bool, details map[string]any) error {
+// transaction, so the count and the completion exist together or not at all. A run's
+// receipts (rc, nil for none) are stored in that transaction too, under details["run"], and
+// the entry carries their digest and counts under "receipts" (H1–H7, R1, K1): a crash keeps
+// the entry and its receipts, or neither.
+func (l Ledger) Completed(ctx context.Context, peer, interaction string, counted bool, details map[string]any, rc *RunReceipts) error {
 	if details == nil {
 		details = map[string]any{}
 	}
 	details["counted"] = counted
+	run, _ := details["run"].(string)
+	if rc != nil {
+		if run == "" {
+			return fmt.Errorf("record turn: receipts without a run id")
+		}
+		details[usageReceipts] = receipt.CountsOf(rc.Set, rc.Encoded)
+	}
 	tx, err := l.Store.DB().BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record turn: begin: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := l.Store.AppendTx(ctx, tx, l.Signer, store.EntryInput{Kind: KindTurnCompleted, Peer: peer, Interaction: interaction, Details: details}); err != nil {
+	e, err := l.Store.AppendTx(ctx, tx, l.Signer, store.EntryInput{Kind: KindTurnCompleted, Peer: peer, Interaction: interaction, Details: details})
+	if err != nil {
 		return err
+	}
+	if rc != nil {
+		if _, err := l.Store.PutReceiptsTx(ctx, tx, store.ReceiptsInput{Run: run, Peer: peer, Interaction: interaction, Seq: e.Seq, Body: rc.Encoded}); err != nil {
+			return fmt.Errorf("record turn: %w", err)
+		}
 	}
 	if counted {
 		if err := appendCounted(ctx, l, tx, peer, interaction, details); err != nil {
 			return err
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := l.Store.Commit(tx); err != nil {
 		return fmt.Errorf("record turn: commit: %w", err)
 	}
 	return nil

@@ -59,12 +59,12 @@ func TestLedgerCounts(t *testing.T) {
 		}
 	}
 	must(l.Started(ctx, a, "ix-1", map[string]any{"run": "r1"}))
-	must(l.Completed(ctx, a, "ix-1", true, map[string]any{"run": "r1"}))
+	must(l.Completed(ctx, a, "ix-1", true, map[string]any{"run": "r1"}, nil))
 	must(l.Started(ctx, a, "ix-2", map[string]any{"run": "r2"})) // B7: crashed, no completion
 	must(l.Started(ctx, b, "ix-3", map[string]any{"run": "r3"}))
-	must(l.Completed(ctx, b, "ix-3", false, map[string]any{"run": "r3"})) // trusted: not counted
+	must(l.Completed(ctx, b, "ix-3", false, map[string]any{"run": "r3"}, nil)) // trusted: not counted
 	must(l.Started(ctx, b, "ix-4", map[string]any{"run": "r4"}))
-	must(l.Completed(ctx, b, "ix-4", true, map[string]any{"run": "r4"}))
+	must(l.Completed(ctx, b, "ix-4", true, map[string]any{"run": "r4"}, nil))
 	for _, c := range []struct {
 		name     string
 		peer     string

@@ -18,7 +18,7 @@ func TestSchedulerSlotsAndBudget(t *testing.T) {
 	}
 	complete := func(tk *Ticket, peer string) {
 		t.Helper()
-		if err := l.Completed(ctx, peer, "ix", true, map[string]any{"run": "r"}); err != nil {
+		if err := l.Completed(ctx, peer, "ix", true, map[string]any{"run": "r"}, nil); err != nil {
 			t.Fatal(err)
 		}
 		tk.Release()
@@ -81,7 +81,7 @@ func TestSchedulerNewDay(t *testing.T) {
 	if err != nil || v != Admitted {
 		t.Fatalf("Admit = %v, %v", v, err)
 	}
-	if err := l.Completed(ctx, a, "ix", true, nil); err != nil {
+	if err := l.Completed(ctx, a, "ix", true, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	tk.Release()

@@ -15,7 +15,7 @@ func completeRun(t *testing.T, l Ledger, peer string, cost money.Micros) {
 	t.Helper()
 	d := spendDetails(money.Spend{Model: "m", Tokens: money.Tokens{Input: 10, Output: 5}, Cost: cost})
 	d["run"] = "r"
-	if err := l.Completed(context.Background(), peer, "ix", true, d); err != nil {
+	if err := l.Completed(context.Background(), peer, "ix", true, d, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -103,7 +103,7 @@ func TestLedgerSpendK1(t *testing.T) {
 	start, end := DayBounds(time.Now())
 	completeRun(t, l, a, 1234)
 	completeRun(t, l, b, 5)
-	if err := l.Completed(ctx, b, "ix", false, spendDetails(money.Spend{Cost: 999})); err != nil { // trusted: not counted
+	if err := l.Completed(ctx, b, "ix", false, spendDetails(money.Spend{Cost: 999}), nil); err != nil { // trusted: not counted
 		t.Fatal(err)
 	}
 	path := l.Store.Path()

@@ -80,8 +80,17 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 		details = map[string]any{}
 	}
 	details["run"], details["route"] = run, d.Route
-	if len(out.usage) > 0 {
-		details["usage"] = out.usage
+	usage, rc, rerr := takeReceipts(out.usage)
+	if rerr != nil {
+		log.Warn("the run's receipts cannot be read; its completion is recorded without them", "err", rerr)
+	}
+	if len(usage) > 0 {
+		details["usage"] = usage
+	}
+	if rc == nil && d.Route == RouteSandbox {
+		// A sandboxed run went through its endpoint, which reports receipts: say that they
+		// are missing rather than leave a run that reached nothing to be presumed.
+		details[detailReceiptsMissing] = true
 	}
 	if s, ok := out.runSpend(); ok {
 		maps.Copy(details, spendDetails(s))
@@ -94,7 +103,15 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 	}
 	// Record the completion before answering: the count must hold even if the node dies
 	// between the two (a turn that ran and cost money counts, B1).
-	if err := e.o.Ledger.Completed(ctx, t.Peer, t.Interaction, counted, details); err != nil {
+	err := e.o.Ledger.Completed(ctx, t.Peer, t.Interaction, counted, details, rc)
+	if err != nil && rc != nil {
+		// The completion and its count matter more than the receipts (B1): try it without.
+		log.Error("evidence: turn_completed with its receipts", "err", err)
+		delete(details, usageReceipts)
+		details[detailReceiptsMissing] = true
+		err = e.o.Ledger.Completed(ctx, t.Peer, t.Interaction, counted, details, nil)
+	}
+	if err != nil {
 		log.Error("evidence: turn_completed", "err", err)
 	}
 	if out.answer == "" {

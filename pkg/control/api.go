@@ -9,6 +9,7 @@ import (
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/receipt"
 )
 
 // The types below are the control API's JSON documents, shared by anetd and the CLI (and
@@ -227,6 +228,25 @@ type EvidenceEntry struct {
 	Sig         string          `json:"sig"`
 }
 
+// ExportEntry is one event of GET /v1/evidence/export and one line of `anet evidence export
+// --jsonl`: a chain entry with EvidenceEntry's fields and, for a turn_completed entry whose
+// details name receipts (details.receipts.digest), the run's receipts decoded from the store.
+// Receipts that are missing or do not match the digest are not given; ReceiptsError says
+// which.
+type ExportEntry struct {
+	EvidenceEntry
+	Receipts      *receipt.Set `json:"receipts,omitempty"`
+	ReceiptsError string       `json:"receipts_error,omitempty"`
+}
+
+// ExportResult ends GET /v1/evidence/export: the entries exported, the chain's head when the
+// export began (entries appended since are left to the next export) and its hash (hex).
+type ExportResult struct {
+	Entries int64  `json:"entries"`
+	HeadSeq int64  `json:"head_seq"`
+	Head    string `json:"head,omitempty"`
+}
+
 // Peer is a node this node can send tasks to (GET /v1/peers).
 type Peer struct {
 	AID     string    `json:"aid"`
@@ -300,6 +320,15 @@ type Run struct {
 	SpendUnknown bool `json:"spend_unknown,omitempty"`
 	// Metered is false for runs whose model calls did not go through the node (direct).
 	Metered bool `json:"metered"`
+	// Receipts are the run's receipts, from the store: every tunnel and model request of a
+	// sandboxed run, how it ended and by which rule (H1–H7, R1, K1). Absent for runs without
+	// an endpoint (direct, openai) and when ReceiptsError says why.
+	Receipts *receipt.Set `json:"receipts,omitempty"`
+	// ReceiptCounts are the digest and counts the run's turn_completed entry carries.
+	ReceiptCounts *receipt.Counts `json:"receipt_counts,omitempty"`
+	// ReceiptsError says why a sandboxed run shows no receipts: they never arrived, or those
+	// stored do not match the chain's digest (`anet evidence verify` names the entry).
+	ReceiptsError string `json:"receipts_error,omitempty"`
 }
 
 // RunLog is one run's log, kept with the work dirs (auto_reply.work_retention).

@@ -24,6 +24,7 @@ func (n *Node) routes(s *control.Server) {
 	s.Handle("GET", "/v1/evidence", n.listEvidence)
 	s.Handle("POST", "/v1/evidence/verify", n.verifyEvidence)
 	s.Handle("POST", "/v1/evidence/note", n.noteEvidence)
+	s.HandleStream("GET", "/v1/evidence/export", n.exportEvidence)
 	n.peerRoutes(s)
 	n.autoReplyRoutes(s)
 	n.reloadRoutes(s)

@@ -10,14 +10,19 @@ import (
 )
 
 // runsOf reads the runs the node made for a received task from its turn_completed evidence:
-// route, count, model, tokens and cost (K1). The chain is the record; nothing else keeps it.
+// route, count, model, tokens and cost (K1), and each run's receipts from the store, checked
+// against the digest its entry names (H1–H7, R1). The chain is the record; nothing else
+// keeps it.
 func (n *Node) runsOf(ctx context.Context, peer, interaction string) []control.Run {
 	entries, err := n.store.List(ctx, store.ListOptions{Kind: "turn_completed", Peer: peer, Interaction: interaction})
 	if err != nil {
 		n.log.Warn("runs of an interaction", "err", err)
 		return nil
 	}
-	var out []control.Run
+	var (
+		out    []control.Run
+		claims []receiptsClaim
+	)
 	for _, e := range entries {
 		var d struct {
 			Run          string        `json:"run"`
@@ -38,7 +43,9 @@ func (n *Node) runsOf(ctx context.Context, peer, interaction string) []control.R
 			r.Tokens = *d.Tokens
 		}
 		out = append(out, r)
+		claims = append(claims, claimOf(e))
 	}
+	n.fillReceipts(ctx, peer, interaction, out, claims)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -175,4 +176,65 @@ func TestDiskFullAtStartSaysSo(t *testing.T) {
 	if res, err := s.Verify(ctx, signer.Public()); err != nil || res.Entries != stored {
 		t.Fatalf("Verify after a start on a full disk = %d entries, %v; want %d", res.Entries, err, stored)
 	}
+}
+
+// N1, H1–H7: on a full disk a run's completion with its receipts is refused whole, with
+// disk_full (Commit names it as the store's own writes do): no entry is left naming
+// receipts that were not stored, nor receipts without their entry, and the chain verifies
+// with every receipt it names, before and after room is made.
+func TestDiskFullKeepsReceiptsWithTheirEntry(t *testing.T) {
+	dir := fullFS(t)
+	s, err := Open(filepath.Join(dir, "anet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	signer := newSeedSigner(1)
+	set := sampleReceipts()
+	// Receipts of some size, so that the disk fills within a few runs.
+	for i := 0; i < 40; i++ {
+		set.Tunnels = append(set.Tunnels, set.Tunnels[0])
+	}
+	body := encodeReceipts(t, set)
+	stored := 0
+	run := func(i int) error {
+		_, err := putRun(ctx, s, signer, fmt.Sprintf("r-%d", i), goldenPeer, "ix-1", body)
+		return err
+	}
+	if err := run(0); err != nil {
+		t.Fatal(err)
+	}
+	stored++
+	free := fill(t, filepath.Join(dir, "filler"))
+	var full error
+	for i := 1; i < 10000 && full == nil; i++ {
+		if full = run(i); full == nil {
+			stored++
+		}
+	}
+	if full == nil {
+		t.Fatal("10000 runs with receipts on a full 1 MiB file system all succeeded")
+	}
+	var de *DiskFullError
+	if !isDiskFull(dir, full) && !errors.As(full, &de) {
+		t.Fatalf("a run's completion on a full disk failed with %v, want the disk being full", full)
+	}
+	check := func(when string) {
+		t.Helper()
+		if n, r := countRows(t, s, "evidence"), countRows(t, s, "receipts"); n != stored || r != stored {
+			t.Fatalf("%s: %d entries and %d receipts rows, want %d of each", when, n, r, stored)
+		}
+		if res, err := s.Verify(ctx, signer.Public()); err != nil || res.Entries != int64(stored) {
+			t.Fatalf("Verify %s = %+v, %v; want %d entries with their receipts", when, res, err, stored)
+		}
+	}
+	t.Logf("refused: %v", full)
+	check("while full")
+	free()
+	if err := run(stored + 100); err != nil {
+		t.Fatalf("a run's completion after freeing space = %v", err)
+	}
+	stored++
+	check("after freeing space")
 }

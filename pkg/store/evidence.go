@@ -288,6 +288,13 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in Entr
 	return e, nil
 }
 
+// Commit commits a transaction of the caller's (one that AppendTx or PutReceiptsTx wrote in)
+// as the store's own writes are: a full disk comes back as a *DiskFullError (disk_full),
+// logged once while the store stays full.
+func (s *Store) Commit(tx *sql.Tx) error {
+	return s.noteWrite(tx.Commit())
+}
+
 func (s *Store) checkChainKey(ctx context.Context, tx *sql.Tx, pub ed25519.PublicKey) error {
 	want := hex.EncodeToString(pub)
 	var have string

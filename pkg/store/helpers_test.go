@@ -77,7 +77,8 @@ func tamper(t *testing.T, s *Store, query string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	for _, q := range []string{`DROP TRIGGER IF EXISTS evidence_no_update`, `DROP TRIGGER IF EXISTS evidence_no_delete`,
-		`DROP TRIGGER IF EXISTS evidence_checkpoints_no_update`, `DROP TRIGGER IF EXISTS evidence_checkpoints_no_delete`, query} {
+		`DROP TRIGGER IF EXISTS evidence_checkpoints_no_update`, `DROP TRIGGER IF EXISTS evidence_checkpoints_no_delete`,
+		`DROP TRIGGER IF EXISTS receipts_no_update`, `DROP TRIGGER IF EXISTS receipts_no_delete`, query} {
 		var a []any
 		if q == query {
 			a = args

@@ -67,6 +67,11 @@ var migrations = []migration{
 		name:    "evidence checkpoints",
 		stmts:   checkpointSchema,
 	},
+	{
+		version: 5,
+		name:    "receipts of runs",
+		stmts:   receiptsSchema,
+	},
 }
 
 // SchemaVersion is the newest schema version this build knows.

@@ -55,6 +55,9 @@ type ListOptions struct {
 	// Interaction selects one interaction's entries.
 	Interaction string
 	Limit       int // at most this many (the oldest first); 0 means no limit
+	// After and Through bound the sequence numbers (After < seq <= Through; 0: no bound), for
+	// a reader that pages through the chain (the export) instead of holding it whole.
+	After, Through int64
 }
 
 // List returns the entries that match opts in sequence order.
@@ -81,6 +84,14 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 	if opts.Interaction != "" {
 		where = append(where, "interaction = ?")
 		args = append(args, opts.Interaction)
+	}
+	if opts.After > 0 {
+		where = append(where, "seq > ?")
+		args = append(args, opts.After)
+	}
+	if opts.Through > 0 {
+		where = append(where, "seq <= ?")
+		args = append(args, opts.Through)
 	}
 	q := `SELECT ` + entryColumns + ` FROM evidence`
 	if len(where) > 0 {

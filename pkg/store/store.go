@@ -41,10 +41,12 @@
 // links carry that one signature back over every entry of the commit group. Concurrent
 // appends share a group (group.go), so they share the signature and the fsync.
 //
-// Verify recomputes all of this and checks every signature; it also checks that the unix_nano column used by range
-// queries (the budget's day windows) agrees with the signed time text. What the chain
-// cannot show on its own is truncation: deleting the newest entries leaves a valid, shorter
-// chain. VerifyResult.Head is the value to record elsewhere to detect that.
+// Verify recomputes all of this and checks every signature; it also checks that the
+// unix_nano column used by range queries (the budget's day windows) agrees with the signed
+// time text, and that the receipts a turn_completed entry names by digest are stored
+// unchanged beside it (receipts.go). What the chain cannot show on its own is truncation:
+// deleting the newest entries leaves a valid, shorter chain. VerifyResult.Head is the value
+// to record elsewhere to detect that.
 package store
 
 import (

@@ -39,9 +39,11 @@ type VerifyResult struct {
 // indexed unix_nano agrees with the signed time. Signatures: an entry with its own (chains
 // written before checkpoints) must verify with pub; every checkpoint must name an entry's
 // hash and verify with pub; and an entry without its own signature must be followed by a
-// checkpoint. It returns a *ChainError naming the first entry that is not proven — for a
-// checkpoint that fails, the first entry it was to vouch for; other errors are database
-// failures. Signatures are checked in batches (sigbatch.go) on every core while the rows
+// checkpoint. Receipts: a turn_completed entry whose details carry a receipts digest must
+// have its run's receipts row (receipts.go), recorded with that digest, whose body hashes to
+// it, so receipts changed or removed after the fact name their entry. It returns a
+// *ChainError naming the first entry that is not proven — for a checkpoint that fails, the
+// first entry it was to vouch for; other errors are database failures. Signatures are checked in batches (sigbatch.go) on every core while the rows
 // stream in; memory stays bounded by a few batches, however long the chain.
 func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult, error) {
 	var res VerifyResult
@@ -81,6 +83,14 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 	}
 	defer cps.Close()
 	cp := checkpointCursor{rows: cps}
+	// The receipts rows too, in the same snapshot: an entry that names a digest is proven
+	// only with its receipts.
+	rcs, err := conn.QueryContext(ctx, `SELECT seq, run, digest, body FROM receipts ORDER BY seq`)
+	if err != nil {
+		return res, fmt.Errorf("verify evidence: %w", err)
+	}
+	defer rcs.Close()
+	rc := receiptsCursor{rows: rcs}
 
 	sigs := newSigChecker(bv)
 	var (
@@ -108,6 +118,16 @@ func (s *Store) Verify(ctx context.Context, pub ed25519.PublicKey) (VerifyResult
 			// Entries before this one are proven only as far as a signature reached.
 			first = &failure{blame: cerr.Seq, verified: coveredTo, head: covered, reason: cerr.Reason}
 			break
+		}
+		if claim, ok := claimOf(r.kind, r.details); ok {
+			if err := rc.seek(r.seq); err != nil {
+				sigs.wait()
+				return res, fmt.Errorf("verify evidence: receipts: %w", err)
+			}
+			if why := rc.check(r.seq, claim); why != "" {
+				first = &failure{blame: r.seq, verified: coveredTo, head: covered, reason: why}
+				break
+			}
 		}
 		hash := [32]byte(r.hash)
 		switch len(r.sig) {

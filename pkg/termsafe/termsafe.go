@@ -101,10 +101,16 @@ func render(s string, oneLine bool) string {
 // JSON writes v as indented JSON. encoding/json already escapes ASCII controls and the line
 // separators; DEL, 8-bit controls and bidi controls it leaves raw, so they are written as \u
 // escapes here. A JSON reader gets back exactly the original text.
-func JSON(w io.Writer, v any) error {
+func JSON(w io.Writer, v any) error { return writeJSON(w, v, "  ") }
+
+// JSONLine writes v as one line of compact JSON and a newline (JSON Lines), escaped as JSON
+// escapes: a reader of the lines gets back exactly the original text.
+func JSONLine(w io.Writer, v any) error { return writeJSON(w, v, "") }
+
+func writeJSON(w io.Writer, v any, indent string) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
+	enc.SetIndent("", indent)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}

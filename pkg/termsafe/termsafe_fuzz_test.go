@@ -50,7 +50,8 @@ func firstUnsafe(s string, allowNLTab bool) string {
 //     is plain text): Text(Text(s)) = Text(s), Line(Line(s)) = Line(s), and Line(Text(s)) =
 //     Line(s) (Text only keeps newline and tab, which Line then writes as Line would);
 //   - JSON's output has no raw unsafe rune outside the indentation's newlines, and reads
-//     back as the text (when the text is UTF-8: JSON cannot carry other bytes).
+//     back as the text (when the text is UTF-8: JSON cannot carry other bytes); JSONLine's is
+//     one line with no raw unsafe rune, and reads back the same.
 func FuzzRender(f *testing.F) {
 	for _, s := range []string{osc52, clear, title, fake, c1CSI, c1OSC, del, rlo, allBidi,
 		"\u200e\u200f\u061c\u2028\u2029", "\x00\x07\x08\x0b\x0c", "a\tb", "ok\xff\xc3(", "grüße, 你好 — ok", "",
@@ -108,6 +109,19 @@ func FuzzRender(f *testing.F) {
 		}
 		if utf8.ValidString(s) && back["text"] != s {
 			t.Fatalf("JSON(%q) reads back as %q", s, back["text"])
+		}
+
+		buf.Reset()
+		if err := JSONLine(&buf, map[string]string{"text": s}); err != nil {
+			t.Fatalf("JSONLine(%q): %v", s, err)
+		}
+		line1, ok := strings.CutSuffix(buf.String(), "\n")
+		if bad := firstUnsafe(line1, false); !ok || bad != "" {
+			t.Fatalf("JSONLine(%q) = %q, want one line without %q", s, buf.String(), bad)
+		}
+		back = nil
+		if err := json.Unmarshal(buf.Bytes(), &back); err != nil || utf8.ValidString(s) && back["text"] != s {
+			t.Fatalf("JSONLine(%q) = %q reads back as %q, %v", s, buf.String(), back["text"], err)
 		}
 	})
 }

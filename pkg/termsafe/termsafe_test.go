@@ -97,6 +97,35 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// U1: a JSON line (anet evidence export) is escaped as --json is, compact on one line; a
+// raw message is kept as the value it holds.
+func TestJSONLine(t *testing.T) {
+	in := osc52 + clear + title + fake + c1CSI + del + rlo + allBidi + "grüße\n"
+	var buf bytes.Buffer
+	if err := JSONLine(&buf, map[string]any{"text": in, "raw": json.RawMessage(`{ "a" : 1 }`)}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.Bytes()
+	if n := bytes.Count(out, []byte{'\n'}); n != 1 || out[len(out)-1] != '\n' {
+		t.Fatalf("JSONLine wrote %d newlines, want one at the end: %q", n, out)
+	}
+	for _, bad := range []string{"\x1b", "\r", "\x07", "\x7f", "\u009b", "\u202e", "\u2066"} {
+		if bytes.Contains(out, []byte(bad)) {
+			t.Errorf("JSON line holds raw %q: %q", bad, out)
+		}
+	}
+	var back struct {
+		Text string         `json:"text"`
+		Raw  map[string]int `json:"raw"`
+	}
+	if err := json.Unmarshal(out, &back); err != nil || back.Text != in || back.Raw["a"] != 1 {
+		t.Fatalf("JSON line reads back as %+v, %v; want the exact original", back, err)
+	}
+	if !bytes.Contains(out, []byte(`"raw":{"a":1}`)) {
+		t.Fatalf("JSON line is not compact: %s", out)
+	}
+}
+
 // U1: Walk reaches strings in nested structs, pointers, slices, maps (keys and values) and
 // interfaces, so a whole status document is rendered by one call.
 func TestWalk(t *testing.T) {
