@@ -29,6 +29,7 @@ var readsForeignBytes = map[string]string{
 	"pkg/sandbox/seatbelt":      "Seatbelt profiles read by the linter",
 	"pkg/peeraddr":              "the peer addresses an operator types",
 	"pkg/agents":                "the version an agent's interpreter prints",
+	"pkg/receipt":               "anet-egress's receipts and the store's copy of them",
 }
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)`)

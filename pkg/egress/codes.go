@@ -10,8 +10,9 @@ import (
 )
 
 // Reason codes owned by the egress proxy. Refusals before the tunnel opens are sent as an HTTP
-// answer with the body "anet: <text>" (E9); refusals after the 200 can only close the tunnel,
-// so they show up in the log and in Usage.Refusals.
+// answer with the code in X-Anet-Refusal and the body "anet: <text> (rule R, code C)" (E9);
+// refusals after the 200 can only close the tunnel, so they show up in the log, in
+// Usage.Refusals and in the tunnel's receipt.
 const (
 	BadConnect     reasons.Code = "egress_bad_connect"
 	BadHost        reasons.Code = "egress_bad_host"

@@ -18,6 +18,9 @@
 //   - Byte limits are per run: the last allowed byte passes; the tunnel whose next byte would
 //     exceed the limit is closed, and later CONNECTs are refused.
 //   - An agent hanging up before sending anything is not counted as a refusal.
+//   - Every CONNECT leaves one receipt (pkg/receipt) when it ends: capped for the R1 limits,
+//     failed when the name does not resolve or the upstream cannot be reached, refused for
+//     any other rule, closed otherwise (the run's end included, with its code).
 //
 // Domain fronting inside TLS is not detected (H8): an allowed host is a path out for data.
 package egress
@@ -34,6 +37,7 @@ import (
 
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/receipt"
 )
 
 // Limits are one run's tunnel limits (R1). A zero field takes its default.
@@ -148,6 +152,10 @@ type Proxy struct {
 	log      *slog.Logger
 
 	sent, received *budget
+	// receipts are the run's CONNECTs, each kept when it ends (H4–H6, R1).
+	receipts receipt.Log[receipt.Tunnel]
+	// inflight counts the CONNECTs being served; Add only under mu while not closed.
+	inflight sync.WaitGroup
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
@@ -213,7 +221,8 @@ func (p *Proxy) Usage() Usage {
 	return u
 }
 
-// Close ends every tunnel and refuses new ones (the run is over).
+// Close ends every tunnel and refuses new ones (the run is over). It returns once every
+// CONNECT in flight has recorded its receipt, or after closeWait.
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
@@ -224,6 +233,15 @@ func (p *Proxy) Close() {
 	p.mu.Unlock()
 	for _, t := range ts {
 		t.close()
+	}
+	done := make(chan struct{})
+	go func() { p.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		// A CONNECT still resolving when the run ended: its receipt comes too late for
+		// the run's usage, and the log says so.
+		p.log.Warn("egress close: CONNECTs still in flight; their receipts are not in the run's usage")
 	}
 }
 

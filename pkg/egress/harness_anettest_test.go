@@ -383,13 +383,15 @@ func firstLine(s string) string {
 	return line
 }
 
-// wantRefusal asserts an HTTP refusal: status, reason header and the exact `anet:` body.
+// wantRefusal asserts an HTTP refusal (E9): status, both reason headers and the exact `anet:`
+// body naming the rule and the code.
 func wantRefusal(t *testing.T, what string, resp *http.Response, body string, code reasons.Code) {
 	t.Helper()
-	if resp.StatusCode != statusFor(code) || resp.Header.Get("X-Anet-Reason") != string(code) {
-		t.Fatalf("%s = %d %s %q, want %d %s", what, resp.StatusCode, resp.Header.Get("X-Anet-Reason"), body, statusFor(code), code)
+	if resp.StatusCode != statusFor(code) || resp.Header.Get("X-Anet-Reason") != string(code) || resp.Header.Get("X-Anet-Refusal") != string(code) {
+		t.Fatalf("%s = %d %s/%s %q, want %d %s", what, resp.StatusCode, resp.Header.Get("X-Anet-Reason"), resp.Header.Get("X-Anet-Refusal"), body, statusFor(code), code)
 	}
-	if want := "anet: " + reasons.Text(code) + "\n"; body != want {
+	e, _ := reasons.Lookup(code)
+	if want := "anet: " + reasons.Text(code) + " (rule " + e.Requirement + ", code " + string(code) + ")\n"; body != want {
 		t.Fatalf("%s body = %q, want %q", what, body, want)
 	}
 }

@@ -30,14 +30,22 @@ const (
 // checkHello reads one ClientHello from r and applies H6 twice: by our parser and by
 // crypto/tls. It returns the raw records to replay upstream.
 func checkHello(r io.Reader, host string) ([]byte, *refusal) {
+	raw, _, ref := readHello(r, host)
+	return raw, ref
+}
+
+// readHello is checkHello that also returns the first server name the hello carries, for the
+// tunnel's receipt (H6): "" when it carries none or could not be parsed that far.
+func readHello(r io.Reader, host string) (raw []byte, sni string, _ *refusal) {
 	raw, body, ref := readClientHello(r)
-	if ref == nil {
-		ref = inspectHello(body, host)
+	if ref != nil {
+		return raw, "", ref
 	}
+	sni, ref = inspectHelloNamed(body, host)
 	if ref == nil {
 		ref = checkHelloWithTLS(raw, host)
 	}
-	return raw, ref
+	return raw, sni, ref
 }
 
 // readClientHello reads TLS records from r until one complete ClientHello handshake message
@@ -109,17 +117,24 @@ func readRefusal(err error, got int) *refusal {
 // inspectHello parses a ClientHello body by hand (RFC 8446 §4.1.2) and applies H6: exactly
 // one host_name equal to want, no ECH extension of any kind, no duplicate extension.
 func inspectHello(body []byte, want string) *refusal {
+	_, ref := inspectHelloNamed(body, want)
+	return ref
+}
+
+// inspectHelloNamed is inspectHello that also returns the first host_name it read, whether
+// the hello passes or not.
+func inspectHelloNamed(body []byte, want string) (string, *refusal) {
 	s := helloReader(body)
 	var ok = s.skip(2+32) && s.skipVec(1) && s.skipVec(2) && s.skipVec(1)
 	if !ok {
-		return refuse(BadHello, "truncated hello before the extensions")
+		return "", refuse(BadHello, "truncated hello before the extensions")
 	}
 	if s.empty() {
-		return refuse(SNIMismatch, "no extensions, so no server name")
+		return "", refuse(SNIMismatch, "no extensions, so no server name")
 	}
 	exts, ok := s.vec(2)
 	if !ok || !s.empty() {
-		return refuse(BadHello, "bad extensions block")
+		return "", refuse(BadHello, "bad extensions block")
 	}
 	seen := map[uint16]bool{}
 	var names []string
@@ -128,10 +143,10 @@ func inspectHello(body []byte, want string) *refusal {
 		typ, ok1 := exts.u16()
 		data, ok2 := exts.vec(2)
 		if !ok1 || !ok2 {
-			return refuse(BadHello, "truncated extension")
+			return "", refuse(BadHello, "truncated extension")
 		}
 		if seen[typ] {
-			return refuse(BadHello, "extension %#04x twice", typ)
+			return "", refuse(BadHello, "extension %#04x twice", typ)
 		}
 		seen[typ] = true
 		switch typ {
@@ -140,13 +155,13 @@ func inspectHello(body []byte, want string) *refusal {
 		case extServerName:
 			list, ok := data.vec(2)
 			if !ok || !data.empty() {
-				return refuse(BadHello, "bad server_name extension")
+				return "", refuse(BadHello, "bad server_name extension")
 			}
 			for !list.empty() {
 				nt, ok1 := list.u8()
 				name, ok2 := list.vec(2)
 				if !ok1 || !ok2 {
-					return refuse(BadHello, "bad server_name entry")
+					return "", refuse(BadHello, "bad server_name entry")
 				}
 				if nt == 0 {
 					names = append(names, string(name))
@@ -154,18 +169,22 @@ func inspectHello(body []byte, want string) *refusal {
 			}
 		}
 	}
+	first := ""
+	if len(names) > 0 {
+		first = names[0]
+	}
 	if ech != 0 {
-		return refuse(ECHRefused, "extension %#04x", ech)
+		return first, refuse(ECHRefused, "extension %#04x", ech)
 	}
 	switch {
 	case len(names) == 0:
-		return refuse(SNIMismatch, "no server name, want %q", want)
+		return first, refuse(SNIMismatch, "no server name, want %q", want)
 	case len(names) > 1:
-		return refuse(SNIMismatch, "%d server names, want one", len(names))
+		return first, refuse(SNIMismatch, "%d server names, want one", len(names))
 	case names[0] != want:
-		return refuse(SNIMismatch, "server name %q, want %q", names[0], want)
+		return first, refuse(SNIMismatch, "server name %q, want %q", names[0], want)
 	}
-	return nil
+	return first, nil
 }
 
 // errHelloSeen stops crypto/tls right after it has parsed the hello.

@@ -2,7 +2,7 @@ package egress
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"time"
@@ -13,9 +13,18 @@ import (
 // ServeHTTP handles one CONNECT request. Every check that can be answered in HTTP (syntax,
 // allow-list, limits, addresses) runs before the 200, so the agent reads an `anet:` sentence.
 // The ClientHello checks run after it and can only close; the upstream is dialled only once
-// the hello has passed, so a refused tunnel opens no connection anywhere (H6).
+// the hello has passed, so a refused tunnel opens no connection anywhere (H6). Every CONNECT,
+// refused or not, leaves one receipt when it ends (Receipts).
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	rc := newReceipt(r.RequestURI, start)
+	if !p.enter() {
+		ref := refuse(RunOver, "proxy closed")
+		p.deny(w, r, ref)
+		p.record(rc, ref.code)
+		return
+	}
+	defer p.inflight.Done()
 	host, ref := parseConnect(r)
 	if ref == nil && !p.allow[host] {
 		ref = refuse(HostNotAllowed, "host %q", host)
@@ -25,24 +34,29 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if ref != nil {
 		p.deny(w, r, ref)
+		p.record(rc, ref.code)
 		return
 	}
 	addrs, ref := p.resolve(r.Context(), host)
 	if ref != nil {
 		p.unadmit()
 		p.deny(w, r, ref)
+		p.record(rc, ref.code)
 		return
 	}
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		p.unadmit()
-		p.deny(w, r, refuse(BadConnect, "connection cannot be taken over (not HTTP/1.1)"))
+		ref := refuse(BadConnect, "connection cannot be taken over (not HTTP/1.1)")
+		p.deny(w, r, ref)
+		p.record(rc, ref.code)
 		return
 	}
 	conn, rw, err := hj.Hijack()
 	if err != nil {
 		p.unadmit()
 		p.log.Warn("egress hijack", "host", host, "err", err)
+		p.record(rc, "") // the agent's connection is gone
 		return
 	}
 	// Bytes the agent sent right behind the CONNECT head (often the ClientHello itself)
@@ -50,18 +64,33 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	early, _ := rw.Reader.Peek(rw.Reader.Buffered())
 	early = append([]byte(nil), early...)
 	t := newTunnel(p, host, addrs, conn, p.limits.ResolveConnectTimeout-time.Since(start))
+	t.rc = rc
 	if !p.register(t) {
 		t.close()
 		p.unadmit()
+		p.record(rc, RunOver)
 		return
 	}
 	// Registered before the 200, so Usage and Close see every tunnel the agent can use.
 	if _, err := conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
 		t.close()
 		p.unregister(t)
+		p.record(rc, "") // the agent hung up before its 200
 		return
 	}
 	t.run(early)
+}
+
+// enter counts a CONNECT in flight, so that Close can wait for its receipt; false once the
+// run is over.
+func (p *Proxy) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.inflight.Add(1)
+	return true
 }
 
 // register adds t to the open tunnels unless the run ended meanwhile.
@@ -112,6 +141,7 @@ func (p *Proxy) deny(w http.ResponseWriter, r *http.Request, ref *refusal) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("Connection", "close")
 	h.Set("X-Anet-Reason", string(ref.code))
+	h.Set("X-Anet-Refusal", string(ref.code))
 	w.WriteHeader(statusFor(ref.code))
-	fmt.Fprintf(w, "anet: %s\n", reasons.Text(ref.code))
+	io.WriteString(w, refusalBody(ref.code))
 }

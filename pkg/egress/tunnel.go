@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/receipt"
 )
 
 // maxChunk bounds one zero-copy transfer; each transfer re-arms the idle deadline and
@@ -48,6 +49,10 @@ type tunnel struct {
 	ended     bool
 	endCode   reasons.Code // why the tunnel was ended first; "" when not for a refusal
 	endDetail string
+	// rc is the CONNECT's receipt, filled in and kept by finish; sni is the hello's
+	// server name, set by run before any pump starts.
+	rc  receipt.Tunnel
+	sni string
 }
 
 func newTunnel(p *Proxy, host string, addrs []netip.Addr, client net.Conn, dialBudget time.Duration) *tunnel {
@@ -104,7 +109,8 @@ func (t *tunnel) run(early []byte) {
 	lim := t.p.limits
 	t.clientIO.SetReadDeadline(time.Now().Add(lim.HelloTimeout))
 	in := &prefixReader{prefix: early, r: t.clientIO}
-	raw, ref := checkHello(in, t.host)
+	raw, sni, ref := readHello(in, t.host)
+	t.sni = sni
 	var first []byte
 	if ref == nil {
 		// The hello and anything the agent sent behind it go upstream unchanged.
@@ -155,14 +161,20 @@ func (t *tunnel) run(early []byte) {
 	t.finish(code, detail)
 }
 
-// finish writes the tunnel's one log line.
+// finish writes the tunnel's one log line and records its receipt.
 func (t *tunnel) finish(code reasons.Code, detail string) {
 	t.mu.Lock()
 	addr := t.addr
 	t.mu.Unlock()
+	sent, received := t.moved[dirSent].Load(), t.moved[dirReceived].Load()
 	t.p.log.Info("egress tunnel", "host", t.host, "addr", addr.String(),
-		"sent", t.moved[dirSent].Load(), "received", t.moved[dirReceived].Load(),
-		"reason", string(code), "detail", detail)
+		"sent", sent, "received", received, "reason", string(code), "detail", detail)
+	rc := t.rc
+	if addr.IsValid() {
+		rc.Dialled = addr.String()
+	}
+	rc.SNI, rc.Sent, rc.Received = receipt.Clip(t.sni), sent, received
+	t.p.record(rc, code)
 }
 
 // pump copies src to dst under the run's byte allowance b. Between two kernel sockets it

@@ -29,6 +29,7 @@ import (
 	"anet.dev/anet/pkg/modelproxy/rules"
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/receipt"
 	"anet.dev/anet/pkg/secret"
 )
 
@@ -52,6 +53,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// TunnelUsage, if set, adds the tunnel handler's usage to Usage().
 	TunnelUsage func() any
+	// TunnelReceipts, if set, adds the tunnel handler's receipts, and how many it dropped,
+	// to Usage().Receipts.
+	TunnelReceipts func() ([]receipt.Tunnel, int)
 	// Logger nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -64,6 +68,11 @@ type Usage struct {
 	Connections        int64                  `json:"connections"`
 	ConnectionsRefused int64                  `json:"connections_refused"`
 	Refusals           map[reasons.Code]int64 `json:"refusals"`
+	// Receipts are the run's tunnels and model requests, one receipt each (H4–H6, R1, K1):
+	// anetd decodes them with receipt.Decode and keeps them with the run. Always set, always
+	// valid (receipt.Set.Validate) and within receipt.MaxEncodedBytes, so the usage fits in
+	// one privsep reply; the model usage above carries none of its own.
+	Receipts *receipt.Set `json:"receipts,omitempty"`
 }
 
 // Endpoint is one run's endpoint server.
@@ -300,7 +309,42 @@ func (e *Endpoint) Usage() Usage {
 	if e.o.TunnelUsage != nil {
 		u.Tunnel = e.o.TunnelUsage()
 	}
+	var tunnels []receipt.Tunnel
+	var droppedTunnels int
+	if e.o.TunnelReceipts != nil {
+		tunnels, droppedTunnels = e.o.TunnelReceipts()
+	}
+	set := e.validReceipts(receipt.Of(tunnels, droppedTunnels, u.Model.Receipts, u.Model.DroppedReceipts)).Fit(receipt.MaxEncodedBytes)
+	u.Receipts = &set
+	u.Model.Receipts, u.Model.DroppedReceipts = nil, 0
 	return u
+}
+
+// validReceipts keeps the receipts that pass receipt.Set.Validate and counts the others as
+// dropped, so the set anetd decodes is never refused whole for one bad receipt. The proxies
+// build valid receipts; one that is not is a bug, logged.
+func (e *Endpoint) validReceipts(s receipt.Set) receipt.Set {
+	if s.Validate() == nil {
+		return s
+	}
+	out := receipt.Set{DroppedTunnels: s.DroppedTunnels, DroppedModel: s.DroppedModel}
+	for _, t := range s.Tunnels {
+		if err := (receipt.Set{Tunnels: []receipt.Tunnel{t}}).Validate(); err != nil {
+			e.log.Error("tunnel receipt dropped", "err", err)
+			out.DroppedTunnels++
+			continue
+		}
+		out.Tunnels = append(out.Tunnels, t)
+	}
+	for _, m := range s.Model {
+		if err := (receipt.Set{Model: []receipt.Model{m}}).Validate(); err != nil {
+			e.log.Error("model receipt dropped", "err", err)
+			out.DroppedModel++
+			continue
+		}
+		out.Model = append(out.Model, m)
+	}
+	return out
 }
 
 // Close ends every connection and tunnel, and removes the socket and the run directory.

@@ -151,6 +151,15 @@ func TestRunStoppedAtAllowanceK2(t *testing.T) {
 	if after.UsageMissing != before.UsageMissing+1 || after.Responses != before.Responses+1 || after.Cost <= before.Cost {
 		t.Fatalf("spend before %+v, after the run ended mid-stream %+v: want the open stream charged its estimate", before, after)
 	}
+	// K1: the receipts add up to the run's spend, the stream the run's end cut included.
+	rs := e.Usage().Receipts
+	var sum money.Micros
+	for _, r := range rs.Model {
+		sum += r.Cost
+	}
+	if last := rs.Model[len(rs.Model)-1]; sum != after.Cost || last.Cost != after.Cost-before.Cost {
+		t.Fatalf("receipts cost %s in all (the cut stream %s), want the run's %s (the stream's %s)", sum, last.Cost, after.Cost, after.Cost-before.Cost)
+	}
 }
 
 // E4, E5, E9 through the socket: a fallbacks[] entry that carries a server-run tool or

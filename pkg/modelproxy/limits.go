@@ -7,6 +7,7 @@ import (
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/receipt"
 )
 
 // Limits bound one run's model traffic (R1): the one type anetd sends in the run's policy and
@@ -32,6 +33,11 @@ type Usage struct {
 	Spend money.Spend `json:"spend"`
 	// Upstream is what the model service answered (statuses, failures).
 	Upstream UpstreamStats `json:"upstream"`
+	// Receipts are the run's requests that carried its token, in the order they ended, and
+	// DroppedReceipts how many passed receipt.MaxPerKind (pkg/endpoint moves both into the
+	// run's receipt set).
+	Receipts        []receipt.Model `json:"receipts,omitempty"`
+	DroppedReceipts int             `json:"dropped_receipts,omitempty"`
 }
 
 type counters struct {

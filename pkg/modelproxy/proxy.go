@@ -32,6 +32,7 @@ import (
 	"anet.dev/anet/pkg/modelproxy/upstream"
 	"anet.dev/anet/pkg/money"
 	"anet.dev/anet/pkg/reasons"
+	"anet.dev/anet/pkg/receipt"
 	"anet.dev/anet/pkg/secret"
 )
 
@@ -72,6 +73,8 @@ type Proxy struct {
 	unmetered bool
 	// upstreamStats are the model service's answers, for the run's progress and log.
 	upstreamStats upstreamStats
+	// receipts are the run's authenticated requests, each kept when it ends (E2–E9, R1, K1).
+	receipts receipt.Log[receipt.Model]
 
 	// release gives the shared upstream transport back (nil with Options.Transport).
 	release  func()
@@ -91,6 +94,8 @@ type reqState struct {
 	// cw is the agent's side, reader what meters the answer (set for a 2xx answer).
 	cw     *countingWriter
 	reader *metering.Reader
+	// rc is the request's receipt; upstreamError marks it failed.
+	rc *receipt.Model
 }
 
 // New builds the proxy for one run.
@@ -175,6 +180,7 @@ func (p *Proxy) Usage() Usage {
 	u.Spend = p.meter.Snapshot()
 	u.Upstream = p.upstreamStats.snapshot()
 	u.Upstream.KeyEchoes = p.scrub.echoes.Load()
+	u.Receipts, u.DroppedReceipts = p.receipts.Snapshot()
 	return u
 }
 
@@ -189,27 +195,37 @@ func (p *Proxy) Limits() Limits { return p.limits }
 func (p *Proxy) Engine() *rules.Engine { return p.eng }
 
 // ServeHTTP answers one agent request: refused with a reason, answered locally, or forwarded,
-// and logged in one line either way.
+// and logged in one line either way. A request that carries the run's token leaves a receipt,
+// kept before the request stops counting as in flight, so Close's wait covers it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	cw := &countingWriter{ResponseWriter: w, total: &p.c.toAgent, scrub: p.scrub}
 	path := r.URL.EscapedPath()
 	fam := p.eng.FamilyFor(path, r.Header)
-	var (
-		api   rules.API
-		ref   *rules.Refusal
-		notes []string
-		in    int64
-	)
-	if p.enter() {
-		func() {
-			// ReverseProxy aborts a broken stream by panicking (http.ErrAbortHandler).
-			defer p.inflight.Done()
-			api, ref, notes, in = p.serve(cw, r, path)
-		}()
-	} else {
-		ref = &rules.Refusal{Code: UpstreamFailed, Status: http.StatusServiceUnavailable, Detail: "the run has ended"}
+	if !p.enter() {
+		ref := &rules.Refusal{Code: UpstreamFailed, Status: http.StatusServiceUnavailable, Detail: "the run has ended"}
+		p.c.refused(ref.Code)
+		writeRefusal(cw, fam, ref)
+		cw.end()
+		p.logRequest(r.Method, path, "", ref.Status, 0, cw.n, time.Since(start), ref, nil)
+		return
 	}
+	defer p.inflight.Done()
+	var rc *receipt.Model // set once the request has shown the run's token
+	answered := false
+	defer func() {
+		if !answered && rc != nil {
+			// ReverseProxy aborts a broken stream by panicking (http.ErrAbortHandler): the
+			// agent hung up, or the upstream broke off.
+			code := reasons.Code("")
+			if r.Context().Err() == nil {
+				code = UpstreamFailed
+			}
+			p.keep(rc, cw.status, code)
+		}
+	}()
+	api, ref, notes, in := p.serve(cw, r, path, &rc)
+	answered = true
 	status := cw.status
 	if ref != nil {
 		p.c.refused(ref.Code)
@@ -217,6 +233,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = ref.Status
 	}
 	cw.end()
+	if rc != nil {
+		if rc.API == "" {
+			rc.API = string(fam)
+		}
+		code := rc.Code // upstreamError's
+		if ref != nil {
+			code = ref.Code
+		}
+		p.keep(rc, status, code)
+	}
 	p.logRequest(r.Method, path, api, status, in, cw.n, time.Since(start), ref, notes)
 }
 
@@ -244,14 +270,18 @@ func (p *Proxy) logRequest(method, path string, api rules.API, status int, in, o
 }
 
 // serve runs auth, routing, limits and rules; it forwards or returns the refusal to write.
-func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (rules.API, *rules.Refusal, []string, int64) {
+// Once the token has passed it sets *rc to the request's receipt and fills in what only it
+// knows: the API, the model forwarded and what the request was metered.
+func (p *Proxy) serve(w *countingWriter, r *http.Request, path string, rc **receipt.Model) (rules.API, *rules.Refusal, []string, int64) {
 	if !p.authorized(r.Header) {
 		return "", &rules.Refusal{Code: PlaceholderMissing, Status: http.StatusUnauthorized}, nil, 0
 	}
+	*rc = newModelReceipt(r.Method, path)
 	api, ref := p.eng.Route(r.Method, path, r.Header)
 	if ref != nil {
 		return api, ref, nil, 0
 	}
+	(*rc).API = string(api.Family())
 	if api.Local() {
 		p.c.local.Add(1)
 		w.Header().Set("Content-Type", "application/json")
@@ -281,13 +311,14 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (rules.AP
 		return api, d.Refusal, d.Notes, n
 	}
 	upPath, q := p.eng.UpstreamPath(api, r.URL.RawQuery)
-	st := &reqState{d: d, path: upPath, query: q, usage: &metering.Answer{}, cw: w}
+	st := &reqState{d: d, path: upPath, query: q, usage: &metering.Answer{}, cw: w, rc: *rc}
 	if api != rules.AnthropicCountTokens { // counting tokens is free
 		// K2: the request's worst case is reserved before it leaves, and settled on what its
 		// response reports when it ends, however it ends (the proxy aborts a broken stream
 		// by panicking, so the settling is deferred).
 		worst := p.meter.WorstCase(len(d.Body), d.MaxOutput)
-		if ref := p.meter.Reserve(worst, len(d.Body), d.MaxOutput); ref != nil {
+		res, ref := p.meter.Reserve(worst, len(d.Body), d.MaxOutput)
+		if ref != nil {
 			return api, ref, d.Notes, n
 		}
 		defer func() {
@@ -296,7 +327,7 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (rules.AP
 			if st.reader != nil {
 				st.reader.End() // what came last: a JSON answer, an event without its blank line
 			}
-			p.meter.Settle(worst, st.usage.Outcome())
+			charge(st.rc, p.meter.Settle(res, st.usage.Outcome()))
 			// A JSON answer of known length leaves now, metered: its last bytes reach the
 			// agent once the run's usage counts them, and no work of this request is left
 			// to compete with the agent for the CPU once it has them.
@@ -311,6 +342,7 @@ func (p *Proxy) serve(w *countingWriter, r *http.Request, path string) (rules.AP
 	})
 	p.c.forwarded.Add(1)
 	p.c.upstream.Add(int64(len(d.Body)))
+	st.rc.Model = receipt.Clip(p.eng.Model()) // E2: every forwarded request goes out pinned
 	p.rp.ServeHTTP(w, r.WithContext(context.WithValue(ctx, stateKey{}, st)))
 	return api, nil, d.Notes, n
 }
@@ -417,6 +449,7 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	} else {
 		p.upstreamStats.failed(msg)
 	}
+	st.rc.Code = code
 	p.log.Warn("model upstream failed", "host", p.up.Host, "err", msg)
 	writeRefusal(w, st.d.API.Family(), &rules.Refusal{Code: code, Status: http.StatusBadGateway})
 }
@@ -426,6 +459,7 @@ func writeRefusal(w http.ResponseWriter, f upstream.Family, r *rules.Refusal) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.Header().Set("X-Anet-Reason", string(r.Code))
+	w.Header().Set("X-Anet-Refusal", string(r.Code))
 	w.WriteHeader(r.Status)
 	w.Write(b)
 }

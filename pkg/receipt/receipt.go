@@ -29,6 +29,9 @@ const MaxPerKind = 256
 // MaxTextBytes bounds every text field of a receipt: names and paths are the agent's text.
 const MaxTextBytes = 255
 
+// maxRuleBytes bounds Rule, a requirement id of docs/requirements.md ("H4", "E11").
+const maxRuleBytes = 16
+
 // End says how a tunnel or a model request ended.
 type End string
 
@@ -149,18 +152,46 @@ func RuleOf(c reasons.Code) string {
 	return e.Requirement
 }
 
-// Clip bounds agent-chosen text for a receipt.
-func Clip(s string) string { return reasons.Clip(s, MaxTextBytes) }
+// Clip bounds agent-chosen text for a receipt to MaxTextBytes, ellipsis included, as valid
+// UTF-8: JSON would replace each invalid byte with three, so a receipt that passed Validate
+// here could fail it once decoded by anetd.
+func Clip(s string) string {
+	if s = strings.ToValidUTF8(s, "\uFFFD"); len(s) <= MaxTextBytes {
+		return s
+	}
+	return reasons.Clip(s, MaxTextBytes-len("…"))
+}
 
-// Encode is the set's stored form; the digest is taken over exactly these bytes, so the
-// store keeps them verbatim and a verifier needs no canonical re-encoding.
-func Encode(s Set) ([]byte, error) {
+// Of builds a run's set from the two logs' snapshots.
+func Of(tunnels []Tunnel, droppedTunnels int, model []Model, droppedModel int) Set {
+	s := Set{Tunnels: tunnels, Model: model, DroppedTunnels: droppedTunnels, DroppedModel: droppedModel}
+	s.normalise()
+	return s
+}
+
+// normalise is the form Encode writes and Decode reads back: times in UTC, no empty list
+// (omitempty drops it, so a decoded set has none either).
+func (s *Set) normalise() {
+	if len(s.Tunnels) == 0 {
+		s.Tunnels = nil
+	}
+	if len(s.Model) == 0 {
+		s.Model = nil
+	}
 	for i := range s.Tunnels {
 		s.Tunnels[i].Opened, s.Tunnels[i].Ended = s.Tunnels[i].Opened.UTC(), s.Tunnels[i].Ended.UTC()
 	}
 	for i := range s.Model {
 		s.Model[i].Started, s.Model[i].Ended = s.Model[i].Started.UTC(), s.Model[i].Ended.UTC()
 	}
+}
+
+// Encode is the set's stored form; the digest is taken over exactly these bytes, so the
+// store keeps them verbatim and a verifier needs no canonical re-encoding.
+func Encode(s Set) ([]byte, error) {
+	// A copy: normalising must not write through to the caller's slices.
+	s.Tunnels, s.Model = append([]Tunnel(nil), s.Tunnels...), append([]Model(nil), s.Model...)
+	s.normalise()
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("encode receipts: %w", err)
@@ -176,7 +207,7 @@ func Digest(encoded []byte) string {
 
 // CountsOf is the chain's summary of an encoded set.
 func CountsOf(s Set, encoded []byte) Counts {
-	c := Counts{Digest: Digest(encoded), Tunnels: len(s.Tunnels), Model: len(s.Model), Dropped: s.DroppedTunnels + s.DroppedModel}
+	c := Counts{Digest: Digest(encoded), Tunnels: len(s.Tunnels), Model: len(s.Model), Dropped: addCount(s.DroppedTunnels, s.DroppedModel)}
 	for _, t := range s.Tunnels {
 		if t.End == Refused {
 			c.Refused++
@@ -191,12 +222,14 @@ func CountsOf(s Set, encoded []byte) Counts {
 }
 
 // Decode reads a stored or received set and checks it (Validate): the bytes come from
-// anet-egress over its socket, or from the store file.
+// anet-egress over its socket, or from the store file. The set is normalised as Encode
+// writes it, so Encode(Decode(b)) decodes to the same set.
 func Decode(b []byte) (Set, error) {
 	var s Set
 	if err := json.Unmarshal(b, &s); err != nil {
 		return Set{}, fmt.Errorf("receipts: %w", err)
 	}
+	s.normalise()
 	if err := s.Validate(); err != nil {
 		return Set{}, err
 	}
@@ -228,6 +261,8 @@ func (t Tunnel) validate() error {
 	switch {
 	case len(t.Host) > MaxTextBytes+len("…"), len(t.SNI) > MaxTextBytes+len("…"), len(t.Dialled) > MaxTextBytes:
 		return errors.New("host, sni or dialled: too long")
+	case len(t.Rule) > maxRuleBytes:
+		return errors.New("rule: too long")
 	case t.Port < 0 || t.Port > 65535:
 		return fmt.Errorf("port %d: out of range", t.Port)
 	case t.Sent < 0 || t.Received < 0:
@@ -236,6 +271,8 @@ func (t Tunnel) validate() error {
 		return fmt.Errorf("end %q: not one of closed, cap, refused, failed", t.End)
 	case t.End != Closed && t.Code == "":
 		return fmt.Errorf("end %q: no code", t.End)
+	case !encodable(t.Opened) || !encodable(t.Ended):
+		return errors.New("opened or ended: not a time of years 0 to 9999 in UTC")
 	case t.Ended.Before(t.Opened):
 		return errors.New("ended before opened")
 	}
@@ -246,6 +283,8 @@ func (m Model) validate() error {
 	switch {
 	case len(m.API) > MaxTextBytes, len(m.Method) > MaxTextBytes, len(m.Path) > MaxTextBytes+len("…"), len(m.Model) > MaxTextBytes+len("…"):
 		return errors.New("api, method, path or model: too long")
+	case len(m.Rule) > maxRuleBytes:
+		return errors.New("rule: too long")
 	case m.Status < 0 || m.Status > 999:
 		return fmt.Errorf("status %d: out of range", m.Status)
 	case m.TokensIn < 0 || m.TokensOut < 0 || m.Cost < 0:
@@ -254,10 +293,19 @@ func (m Model) validate() error {
 		return fmt.Errorf("end %q: not one of closed, cap, refused, failed", m.End)
 	case m.End != Closed && m.Code == "":
 		return fmt.Errorf("end %q: no code", m.End)
+	case !encodable(m.Started) || !encodable(m.Ended):
+		return errors.New("started or ended: not a time of years 0 to 9999 in UTC")
 	case m.Ended.Before(m.Started):
 		return errors.New("ended before started")
 	}
 	return checkCode(m.Code)
+}
+
+// encodable: Encode writes times in UTC, and JSON holds only years 0 to 9999 (a decoded
+// "0000-01-01T00:00:00+01:00" is such a time of another year).
+func encodable(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
 }
 
 func checkCode(c reasons.Code) error {

@@ -118,7 +118,7 @@ func open(dir, agent string, ca *localca.Authority, k keys.Keys, log *slog.Logge
 		return nil, err
 	}
 	e, err := endpoint.Open(filepath.Join(dir, agent), endpoint.Policy{RunID: "selftest-" + agent, Agent: agent, Allow: allow}, k, tunnel,
-		endpoint.Options{Transport: tr, Logger: log, TunnelUsage: func() any { return tunnel.Usage() }})
+		endpoint.Options{Transport: tr, Logger: log, TunnelUsage: func() any { return tunnel.Usage() }, TunnelReceipts: tunnel.Receipts})
 	if err != nil {
 		tunnel.Close()
 		return nil, fmt.Errorf("open %s endpoint: %w", agent, err)

@@ -115,10 +115,11 @@ func OpenEndpoint(sock string, p endpoint.Policy, k keys.Keys, cat *rules.Catalo
 		return nil, fmt.Errorf("endpoint tunnel: %w", err)
 	}
 	e, err := endpoint.Open(filepath.Dir(sock), p, k, tunnel, endpoint.Options{
-		SocketName:  filepath.Base(sock),
-		Catalog:     cat,
-		TunnelUsage: func() any { return tunnel.Usage() },
-		Logger:      log,
+		SocketName:     filepath.Base(sock),
+		Catalog:        cat,
+		TunnelUsage:    func() any { return tunnel.Usage() },
+		TunnelReceipts: tunnel.Receipts,
+		Logger:         log,
 	})
 	if err != nil {
 		tunnel.Close()

@@ -37,14 +37,30 @@ type Meter struct {
 	tokens    money.Tokens
 	responses int64
 	missing   int64
+	// open are the reservations not yet settled; Finish charges them.
+	open map[*Reservation]struct{}
 	// finished: the run's spend is final; a request that settles later adds nothing.
 	finished bool
+}
+
+// Reservation is one forwarded request's hold on the allowance, from Reserve to Settle.
+type Reservation struct {
+	worst money.Micros
+	// charged: Finish charged it its worst case before it settled (guarded by the meter).
+	charged bool
+}
+
+// Charge is what one request was metered (K1): its reported tokens and its cost, the
+// estimate for a response that reported no usage.
+type Charge struct {
+	Tokens money.Tokens
+	Cost   money.Micros
 }
 
 // New returns the meter of a run of model, at prices (nil: unpriced, tokens still counted),
 // held to allowance (nil: none).
 func New(model string, prices *money.Prices, allowance *money.Micros) *Meter {
-	m := &Meter{model: model, prices: prices, allowance: allowance}
+	m := &Meter{model: model, prices: prices, allowance: allowance, open: map[*Reservation]struct{}{}}
 	m.idle = sync.NewCond(&m.mu)
 	return m
 }
@@ -62,16 +78,19 @@ func (m *Meter) WorstCase(bodyBytes int, maxOut int64) money.Micros {
 }
 
 // Reserve admits a request whose worst case fits in the allowance beside what is spent and
-// reserved, and reserves it; otherwise it returns the refusal naming the figures.
-func (m *Meter) Reserve(worst money.Micros, bodyBytes int, maxOut int64) *rules.Refusal {
+// reserved, and reserves it; otherwise it returns the refusal naming the figures. Each
+// reservation is settled exactly once (Settle).
+func (m *Meter) Reserve(worst money.Micros, bodyBytes int, maxOut int64) (*Reservation, *rules.Refusal) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.allowance == nil || money.Add(money.Add(m.spent, m.reserved), worst) <= *m.allowance {
 		m.reserved = money.Add(m.reserved, worst)
 		m.inflight++
-		return nil
+		r := &Reservation{worst: worst}
+		m.open[r] = struct{}{}
+		return r, nil
 	}
-	return rules.Refuse(SpendLimit, "worst case %s = ~%d input + %d output tokens at %s prices; allowance %s, spent %s, in flight %s",
+	return nil, rules.Refuse(SpendLimit, "worst case %s = ~%d input + %d output tokens at %s prices; allowance %s, spent %s, in flight %s",
 		worst, (bodyBytes+bytesPerToken-1)/bytesPerToken, maxOut, m.model, *m.allowance, m.spent, m.reserved)
 }
 
@@ -87,19 +106,25 @@ type Outcome struct {
 }
 
 // Settle releases a request's reservation and charges its response: the reported usage, or,
-// when none arrived, the conservative estimate (its worst case) counted as usage missing.
-func (m *Meter) Settle(worst money.Micros, o Outcome) money.Micros {
+// when none arrived, the conservative estimate (its worst case) counted as usage missing. It
+// returns what the request was charged, for its receipt: after Finish, what Finish charged it.
+func (m *Meter) Settle(r *Reservation, o Outcome) Charge {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.open, r)
 	if m.finished {
-		return 0
+		if r.charged {
+			return Charge{Cost: r.worst}
+		}
+		return Charge{}
 	}
+	worst := r.worst
 	m.reserved -= worst
 	if m.inflight--; m.inflight == 0 {
 		m.idle.Broadcast()
 	}
 	if !o.billed {
-		return 0
+		return Charge{}
 	}
 	var cost money.Micros
 	if m.prices != nil {
@@ -112,7 +137,7 @@ func (m *Meter) Settle(worst money.Micros, o Outcome) money.Micros {
 	m.responses++
 	m.tokens = m.tokens.Add(o.tokens)
 	m.spent = money.Add(m.spent, cost)
-	return cost
+	return Charge{Tokens: o.tokens, Cost: cost}
 }
 
 // Finish waits up to wait for the requests in flight to settle, then makes the spend final:
@@ -132,6 +157,9 @@ func (m *Meter) Finish(wait time.Duration) {
 		m.idle.Wait()
 	}
 	m.finished = true
+	for r := range m.open {
+		r.charged = true
+	}
 	if m.inflight > 0 {
 		m.spent = money.Add(m.spent, m.reserved)
 		m.missing += m.inflight
