@@ -39,6 +39,7 @@ var layers = []struct {
 		{"pkg/sandbox/memfd", nil},
 		{"pkg/sandbox/runinit", nil},
 		{"pkg/peer/admission", nil},
+		{"pkg/metrics", nil},
 	}},
 	{"shared rules: one concern each, on the ground only", []allowed{
 		{"pkg/check", []string{"pkg/reasons"}},
@@ -81,7 +82,7 @@ var layers = []struct {
 		{"pkg/doctor", []string{"pkg/reasons", "pkg/limits", "pkg/helperpath", "pkg/check", "pkg/modelproxy/upstream", "pkg/privsep", "pkg/config", "pkg/sandbox", "pkg/preflight", "pkg/control"}},
 		{"pkg/endpoint/service", []string{"pkg/reasons", "pkg/limits", "pkg/modelproxy/upstream", "pkg/privsep", "pkg/egresswire", "pkg/modelproxy/rules", "pkg/keys", "pkg/preflight", "pkg/egress", "pkg/modelproxy", "pkg/endpoint"}},
 		{"pkg/endpoint/selftest", []string{"pkg/limits", "pkg/localca", "pkg/check", "pkg/modelproxy/standin", "pkg/keys", "pkg/egress", "pkg/endpoint"}},
-		{"pkg/node", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/helperpath", "pkg/identity", "pkg/linksafe", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/egresswire", "pkg/store", "pkg/preflight", "pkg/peer", "pkg/sandbox/remote", "pkg/control", "pkg/autoreply"}},
+		{"pkg/node", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/helperpath", "pkg/identity", "pkg/linksafe", "pkg/metrics", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/egresswire", "pkg/store", "pkg/preflight", "pkg/peer", "pkg/sandbox/remote", "pkg/control", "pkg/autoreply"}},
 		{"pkg/demo", []string{"pkg/money", "pkg/localca", "pkg/control"}},
 	}},
 	{"commands: flags wired to the packages below", []allowed{

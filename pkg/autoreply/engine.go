@@ -72,6 +72,8 @@ type Options struct {
 	// start-up arrive before they have, and a helper that is starting is not one that is
 	// down. After it returns, a helper that is not running fails the turn closed.
 	Ready func(ctx context.Context)
+	// Observer hears how each turn ends (the node's metrics); nil hears nothing.
+	Observer Observer
 }
 
 // Engine is the auto-reply engine (peer.Engine).
@@ -183,12 +185,13 @@ func (e *Engine) HandleTask(ctx context.Context, t peer.Task, r peer.Responder) 
 		return
 	case RouteRefuse:
 		e.refuse(ctx, log, t, r, d.Refusal, d.Code, d.Why)
+		e.ended(d.Route, OutcomeRefused, time.Time{})
 		return
 	}
 	var ticket *Ticket
 	if d.Untrusted {
 		var ok bool
-		if ticket, ok = e.admit(ctx, log, t, r); !ok {
+		if ticket, ok = e.admit(ctx, log, t, r, d.Route); !ok {
 			return
 		}
 		defer ticket.Release()
@@ -196,8 +199,9 @@ func (e *Engine) HandleTask(ctx context.Context, t peer.Task, r peer.Responder) 
 	e.turn(ctx, log, t, r, d, set, ticket.Allowance())
 }
 
-// admit waits for a slot and budget; false means the task was refused, held or ctx ended.
-func (e *Engine) admit(ctx context.Context, log *slog.Logger, t peer.Task, r peer.Responder) (*Ticket, bool) {
+// admit waits for a slot and budget for a turn on route; false means the task was refused,
+// held or ctx ended.
+func (e *Engine) admit(ctx context.Context, log *slog.Logger, t peer.Task, r peer.Responder, route Route) (*Ticket, bool) {
 	waited := false
 	for {
 		changed := e.sched.Changed()
@@ -212,10 +216,12 @@ func (e *Engine) admit(ctx context.Context, log *slog.Logger, t peer.Task, r pee
 		case Hold:
 			e.note(BudgetZero, "")
 			log.Info("task left in the inbox: run budget is 0", "code", BudgetZero)
+			e.ended(route, OutcomeHeld, time.Time{})
 			return nil, false
 		case HoldSpend:
 			e.note(SpendZero, "")
 			log.Info("task left in the inbox: spend cap is 0", "code", SpendZero)
+			e.ended(route, OutcomeHeld, time.Time{})
 			return nil, false
 		case Spent:
 			e.note(reasons.Budget, "")
@@ -226,6 +232,7 @@ func (e *Engine) admit(ctx context.Context, log *slog.Logger, t peer.Task, r pee
 			if err := r.Refuse(ctx, t.Peer, t.Interaction, reasons.Budget, until); err != nil {
 				log.Error("refuse", "code", reasons.Budget, "err", err)
 			}
+			e.ended(route, OutcomeRefused, time.Time{})
 			return nil, false
 		}
 		if !waited {
@@ -236,6 +243,7 @@ func (e *Engine) admit(ctx context.Context, log *slog.Logger, t peer.Task, r pee
 		select {
 		case <-ctx.Done():
 			timer.Stop()
+			e.ended(route, OutcomeInterrupted, time.Time{})
 			return nil, false
 		case <-changed:
 		case <-timer.C:

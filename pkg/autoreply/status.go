@@ -134,3 +134,7 @@ func limitsWord(p *sandbox.ProbeResult) string {
 	}
 	return ""
 }
+
+// Budget reads today's run budget and spend (B1, B6, K2) without the rest of Status: the
+// node's metrics read it on every scrape, and it probes nothing.
+func (e *Engine) Budget(ctx context.Context) (Usage, error) { return e.sched.Usage(ctx) }

@@ -51,6 +51,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 			log.Error("evidence: turn_started", "err", err)
 		}
 	}
+	began := time.Now()
 	var out outcome
 	switch d.Route {
 	case RouteSandbox, RouteDirect:
@@ -59,19 +60,23 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 		out = e.openaiTurn(ctx, log, run, t, set, allowance, started, nil)
 	}
 	e.keepRunLog(log, t, run, set, d.Route, out)
+	e.noteRunRefusals(out.usage)
 	if ctx.Err() != nil {
 		// anetd is stopping: the run was ended with it. No completion entry, so it is not
 		// counted (B7), and the task is still new: it runs again after the restart.
 		log.Info("turn interrupted by shutdown; the task stays in the inbox")
+		e.ended(d.Route, OutcomeInterrupted, time.Time{})
 		return
 	}
 	if out.hold {
 		e.note(out.code, out.detail)
 		log.Warn("task left in the inbox", "code", out.code, "detail", out.detail)
+		e.ended(d.Route, OutcomeHeld, time.Time{})
 		return
 	}
 	if !out.ran {
 		e.refuse(ctx, log, t, r, out.refusal, out.code, out.detail)
+		e.ended(d.Route, OutcomeRefused, time.Time{})
 		return
 	}
 	counted := d.Counted
@@ -120,12 +125,14 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 		if err := r.Refuse(ctx, t.Peer, t.Interaction, out.refusal, time.Time{}); err != nil {
 			log.Error("refuse", "code", out.refusal, "err", err)
 		}
+		e.ended(d.Route, OutcomeFailed, began)
 		return
 	}
 	log.Info("turn answered", "counted", counted, "bytes", len(out.answer), "cost_micros", details[detailCost])
 	if err := r.Reply(ctx, t.Peer, t.Interaction, out.answer); err != nil {
 		log.Error("reply", "err", err)
 	}
+	e.ended(d.Route, OutcomeAnswered, began)
 }
 
 // runSpend is the run's spend: the openai back-end's, or the one in the endpoint's usage.

@@ -7,6 +7,7 @@ import (
 
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
+	"anet.dev/anet/pkg/metrics"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/reasons"
 )
@@ -24,6 +25,9 @@ func init() {
 type autoReplier interface {
 	peer.Engine
 	status(ctx context.Context) (control.AutoReplyStatus, control.Budget, error)
+	// budget is the day's budget alone, for the node's metrics: read on every scrape, it
+	// probes nothing.
+	budget(ctx context.Context) (*metrics.Budget, error)
 	// test runs `anet autoreply test`; emit, when not nil, gets each stage as it happens.
 	test(ctx context.Context, emit func(control.AutoReplyEvent)) control.AutoReplyTest
 	// reload makes c and the work root the settings of turns that start from now on (U3).

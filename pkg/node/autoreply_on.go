@@ -13,6 +13,7 @@ import (
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/egresswire"
+	"anet.dev/anet/pkg/metrics"
 	"anet.dev/anet/pkg/privsep"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox/remote"
@@ -39,6 +40,7 @@ func (n *Node) startAutoReply(ctx context.Context) error {
 		Ledger:    autoreply.Ledger{Store: n.store, Signer: n.id},
 		Log:       n.log,
 		Ready:     n.waitHelpers,
+		Observer:  n.metrics,
 	})
 	if err != nil {
 		return err
@@ -124,6 +126,23 @@ func (a engineAdapter) status(ctx context.Context) (control.AutoReplyStatus, con
 		b.Spend.Peers = append(b.Spend.Peers, control.PeerSpend{Peer: p.Peer, Spent: p.Spent, InFlight: p.InFlight, Left: p.Left})
 	}
 	return out, b, nil
+}
+
+// budget is the day's budget for the node's metrics (B1, B6, K2).
+func (a engineAdapter) budget(ctx context.Context) (*metrics.Budget, error) {
+	u, err := a.Engine.Budget(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := &metrics.Budget{RunsToday: u.RunsToday, RunsInFlight: u.InFlight, RunsLeft: u.Left, RunsPerDay: u.Limits.PerDay}
+	if c := u.Limits.Spend; c != nil {
+		s := &metrics.Spend{Spent: int64(u.Spend.Spent), InFlight: int64(u.Spend.InFlight), Left: int64(u.Spend.Left), PerDay: int64(c.PerDay), PerPeer: int64(c.PerPeer)}
+		for _, p := range u.Spend.Peers {
+			s.Peers = append(s.Peers, metrics.PeerSpend{Peer: p.Peer, Spent: int64(p.Spent), InFlight: int64(p.InFlight), Left: int64(p.Left)})
+		}
+		b.Spend = s
+	}
+	return b, nil
 }
 
 func (a engineAdapter) agentProgram(c config.AutoReply) (string, error) {

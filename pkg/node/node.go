@@ -20,6 +20,7 @@ import (
 	"anet.dev/anet/pkg/config"
 	"anet.dev/anet/pkg/control"
 	"anet.dev/anet/pkg/identity"
+	"anet.dev/anet/pkg/metrics"
 	"anet.dev/anet/pkg/peer"
 	"anet.dev/anet/pkg/preflight"
 	"anet.dev/anet/pkg/privsep"
@@ -57,6 +58,7 @@ type Node struct {
 	egress   *privsep.Supervisor
 	peers    *peer.Service
 	ar       autoReplier // the auto-reply engine; nil when not in the build or replaced
+	metrics  *metrics.Metrics
 
 	// warnings are set at start-up, before the control socket serves anyone, and only
 	// read after that.
@@ -109,6 +111,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 		return err
 	}
 	n := &Node{opts: o, paths: paths, cfg: cfg, id: id, store: st, log: log, started: time.Now()}
+	n.initMetrics()
 	if w := rootWarnings(os.Geteuid()); len(w) > 0 {
 		n.warnings = append(n.warnings, w...)
 		log.Warn("anetd runs as root", "code", RunningAsRoot)

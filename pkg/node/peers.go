@@ -17,7 +17,7 @@ import (
 // peers would otherwise be refused while the node looks healthy.
 func (n *Node) startPeers() error {
 	in := n.cfg.Intake
-	svc, err := peer.New(peer.Options{Identity: n.id, Store: n.store, Engine: n.opts.Engine, Log: n.log,
+	svc, err := peer.New(peer.Options{Identity: n.id, Store: n.store, Engine: n.opts.Engine, Log: n.log, Observer: n.metrics,
 		Quota: &peer.Quota{PerStranger: in.StrangerPendingMax, Strangers: in.StrangersPendingMax, DiskFreeMin: in.DiskFreeMin}})
 	if err != nil {
 		return err

@@ -18,8 +18,17 @@ type trackedConn struct {
 
 	heard         atomic.Bool
 	authenticated atomic.Bool
-	evicted       atomic.Bool // closed by admission (already counted)
-	muted         atomic.Bool // after alert: crypto/tls's own alert is not sent
+	class         atomic.Uint32 // the key's admission.Class, set before authenticated
+	evicted       atomic.Bool   // closed by admission (already counted)
+	muted         atomic.Bool   // after alert: crypto/tls's own alert is not sent
+}
+
+// className is the key's class once the connection authenticated, else Unauthenticated.
+func (c *trackedConn) className() string {
+	if !c.authenticated.Load() {
+		return Unauthenticated
+	}
+	return admission.Class(c.class.Load()).String()
 }
 
 func (c *trackedConn) Read(p []byte) (int, error) {

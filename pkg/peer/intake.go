@@ -116,6 +116,7 @@ func (in intake) Accept(ctx context.Context, m SignedMessage, from Origin) Ack {
 		s.o.Log.Error("store peer message", "peer", m.From, "msg_id", m.ID, "err", err)
 		return refused(m.ID, reasons.Internal, "")
 	}
+	s.o.Observer.IntakeAdmitted(from.Class.String())
 	s.o.Log.Info("peer message accepted", "peer", m.From, "type", m.Type, "interaction", m.Interaction, "msg_id", m.ID)
 	if m.Type == TypeTask {
 		s.toEngine(it)

@@ -41,6 +41,8 @@ type ServerOptions struct {
 	Window  Window           // DefaultWindow when zero
 	Now     func() time.Time
 	Log     *slog.Logger
+	// Observer hears what is turned away (the node's metrics); nil hears nothing.
+	Observer Observer
 }
 
 // Time limits of an authenticated connection: a frame once its header arrived, an idle
@@ -90,13 +92,16 @@ func NewServer(o ServerOptions) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
+	}
 	cert, err := certificate(o.Identity)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{
 		o: o, tls: serverConfig(cert), table: admission.NewTable(o.Limits), rate: newMsgLimiter(o.Rates),
-		away: newTurnAways(o.Log, o.Now()), self: o.Identity.AID(), conns: map[admission.ID]*trackedConn{}, done: make(chan struct{}),
+		away: newTurnAways(o.Log, o.Observer, o.Now()), self: o.Identity.AID(), conns: map[admission.ID]*trackedConn{}, done: make(chan struct{}),
 	}
 	s.wg.Add(1)
 	go s.sweep()
@@ -155,7 +160,7 @@ func (s *Server) admit(c net.Conn) {
 	id, limit, v := s.table.Arrive(src, s.o.Classes.Vouched(src), s.o.Now())
 	s.evict(v.Evict)
 	if !v.Admit {
-		s.away.conn(v.Reason, src)
+		s.away.conn(v.Reason, src, Unauthenticated)
 		reset(c)
 		return
 	}
@@ -194,7 +199,7 @@ func (s *Server) evict(list []admission.Eviction) {
 		if tc == nil {
 			continue
 		}
-		s.away.conn(e.Reason, tc.src)
+		s.away.conn(e.Reason, tc.src, tc.className())
 		tc.evicted.Store(true)
 		if tc.authenticated.Load() {
 			tc.Close()
@@ -264,9 +269,9 @@ func (s *Server) serveConn(tc *trackedConn, handshake time.Duration) {
 		switch {
 		case tc.evicted.Load(): // counted where it was closed
 		case errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded):
-			s.away.conn(admission.HandshakeSlow, tc.src)
+			s.away.conn(admission.HandshakeSlow, tc.src, Unauthenticated)
 		default:
-			s.away.conn(admission.HandshakeBad, tc.src)
+			s.away.conn(admission.HandshakeBad, tc.src, Unauthenticated)
 			if s.away.detail() {
 				s.o.Log.Info("peer handshake failed", "remote", remote.String(), "err", err)
 			}
@@ -282,9 +287,10 @@ func (s *Server) serveConn(tc *trackedConn, handshake time.Duration) {
 	v := s.table.Authenticated(tc.id, aid, class, s.o.Now())
 	s.evict(v.Evict)
 	if !v.Admit {
-		s.away.conn(v.Reason, tc.src)
+		s.away.conn(v.Reason, tc.src, class.String())
 		return
 	}
+	tc.class.Store(uint32(class))
 	tc.authenticated.Store(true)
 	s.o.Classes.Authenticated(tc.src, class)
 	log := s.o.Log.With("peer", aid, "remote", remote.String())
@@ -296,7 +302,7 @@ func (s *Server) serveConn(tc *trackedConn, handshake time.Duration) {
 		if errors.As(err, &big) {
 			// Counted and detailed within the log budget like every other refusal (N1): a
 			// stranger's key is free, so each oversized header must not buy a log line.
-			s.away.msg(reasons.MessageTooLarge, tc.src)
+			s.away.msg(reasons.MessageTooLarge, tc.src, s.o.Classes.Class(aid))
 			if s.away.detail() {
 				log.Warn("peer message refused", "code", reasons.MessageTooLarge, "err", err)
 			}
@@ -321,9 +327,10 @@ func (s *Server) serveConn(tc *trackedConn, handshake time.Duration) {
 			}
 			return
 		}
-		ack := s.handle(aid, body, Origin{Addr: remote, Source: tc.src, Class: s.o.Classes.Class(aid)})
+		from := Origin{Addr: remote, Source: tc.src, Class: s.o.Classes.Class(aid)}
+		ack := s.handle(aid, body, from)
 		if ack.Status == StatusRefused {
-			s.away.msg(ack.Code, tc.src)
+			s.away.msg(ack.Code, tc.src, from.Class)
 			if s.away.detail() {
 				log.Warn("peer message refused", "msg_id", ack.ID, "code", ack.Code, "detail", ack.Detail)
 			}

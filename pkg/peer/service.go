@@ -37,6 +37,9 @@ type Options struct {
 	Log     *slog.Logger
 	// DiskFree reports the free bytes where the store lives; nil asks the store.
 	DiskFree func() (int64, error)
+	// Observer hears what intake admits and turns away and every refusal sent (the node's
+	// metrics); nil hears nothing.
+	Observer Observer
 }
 
 // Service is the node's peer side: the listener and its store-backed intake, the outbox
@@ -80,6 +83,9 @@ func New(o Options) (*Service, error) {
 	if o.DiskFree == nil {
 		o.DiskFree = o.Store.FreeBytes
 	}
+	if o.Observer == nil {
+		o.Observer = noObserver{}
+	}
 	s := &Service{o: o, kick: make(chan struct{}, 1), quota: *o.Quota, strangerLane: make(chan struct{}, 1),
 		classes: newClasses(o.Store, o.Now, o.Log), disk: &diskGauge{read: o.DiskFree, now: o.Now}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -89,7 +95,7 @@ func New(o Options) (*Service, error) {
 	}
 	s.client = c
 	srv, err := NewServer(ServerOptions{Identity: o.Identity, Intake: intake{s}, Classes: s.classes, Rates: o.Rates, Limits: o.Limits,
-		Window: o.Window, Now: o.Now, Log: o.Log})
+		Window: o.Window, Now: o.Now, Log: o.Log, Observer: o.Observer})
 	if err != nil {
 		return nil, err
 	}
@@ -262,8 +268,11 @@ func (s *Service) Refuse(ctx context.Context, peer, interaction string, code rea
 			return badInput(err)
 		}
 	}
-	_, err := s.answer(ctx, store.Outgoing{Type: string(TypeRefusal), Peer: peer, Interaction: interaction, Code: string(code), Until: until})
-	return err
+	if _, err := s.answer(ctx, store.Outgoing{Type: string(TypeRefusal), Peer: peer, Interaction: interaction, Code: string(code), Until: until}); err != nil {
+		return err
+	}
+	s.o.Observer.Refused(string(code))
+	return nil
 }
 
 // Answer is Reply for callers that want the updated interaction (the control API).

@@ -24,10 +24,11 @@ const (
 	maxSummarySources = 1024
 )
 
-// turnAways counts connections and messages turned away and logs one summary line per
-// interval. mu guards the fields below it.
+// turnAways counts connections and messages turned away, tells the observer of each, and
+// logs one summary line per interval. mu guards the fields below it.
 type turnAways struct {
 	log *slog.Logger
+	obs Observer
 
 	mu      sync.Mutex
 	conns   map[string]int
@@ -37,15 +38,22 @@ type turnAways struct {
 	since   time.Time
 }
 
-func newTurnAways(log *slog.Logger, now time.Time) *turnAways {
-	return &turnAways{log: log, conns: map[string]int{}, msgs: map[string]int{}, sources: map[admission.Source]int{}, since: now}
+func newTurnAways(log *slog.Logger, obs Observer, now time.Time) *turnAways {
+	return &turnAways{log: log, obs: obs, conns: map[string]int{}, msgs: map[string]int{}, sources: map[admission.Source]int{}, since: now}
 }
 
-// conn counts a connection turned away or closed early, for reason, from src.
-func (t *turnAways) conn(r admission.Reason, src admission.Source) { t.add(t.conns, string(r), src) }
+// conn counts a connection turned away or closed early, for reason, from src; class is the
+// key's, or Unauthenticated before the handshake ended.
+func (t *turnAways) conn(r admission.Reason, src admission.Source, class string) {
+	t.obs.IntakeTurnedAway(class, string(r))
+	t.add(t.conns, string(r), src)
+}
 
-// msg counts a message refused with code from src.
-func (t *turnAways) msg(code reasons.Code, src admission.Source) { t.add(t.msgs, string(code), src) }
+// msg counts a message refused with code from src, sent by a key of class.
+func (t *turnAways) msg(code reasons.Code, src admission.Source, class admission.Class) {
+	t.obs.IntakeTurnedAway(class.String(), string(code))
+	t.add(t.msgs, string(code), src)
+}
 
 func (t *turnAways) add(m map[string]int, key string, src admission.Source) {
 	t.mu.Lock()

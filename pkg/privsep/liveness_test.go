@@ -47,6 +47,16 @@ func TestStoppedHelperIsUnresponsiveThenRestarted(t *testing.T) {
 	if st.PID != pid || st.Restarts != 0 || st.UnresponsiveSeconds != 0 {
 		t.Fatalf("status after SIGCONT = %+v, want the same process running, no restart", st)
 	}
+	// The spell is kept in the total (anet_helper_unresponsive_seconds_total), and a running
+	// helper adds nothing to it.
+	spell := st.UnresponsiveTotal
+	if spell < 1100*time.Millisecond {
+		t.Fatalf("unresponsive total after the first spell = %v, want at least the 1.1 s slept", spell)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := s.Status().UnresponsiveTotal; got != spell {
+		t.Fatalf("unresponsive total grew from %v to %v while the helper answered", spell, got)
+	}
 	if _, err := s.Call(context.Background(), "env", nil, nil); err != nil {
 		t.Fatalf("Call after SIGCONT = %v", err)
 	}
@@ -67,6 +77,11 @@ func TestStoppedHelperIsUnresponsiveThenRestarted(t *testing.T) {
 	}
 	if st.Restarts != 1 || !strings.Contains(st.LastError, "did not answer for") || !strings.Contains(st.LastError, "killed") {
 		t.Fatalf("after the kill: %+v, want 1 restart and a last error saying why", st)
+	}
+	// The second spell, from the last answer to the kill (KillAfter, 3 s), is kept across
+	// the restart.
+	if st.UnresponsiveTotal < spell+2500*time.Millisecond {
+		t.Fatalf("unresponsive total after the kill = %v, want the first spell %v and about 3 s more", st.UnresponsiveTotal, spell)
 	}
 	if procGone := syscall.Kill(pid, 0); !errors.Is(procGone, syscall.ESRCH) {
 		// The old process may linger as a zombie only until Wait, which runOnce did.

@@ -68,6 +68,10 @@ type Status struct {
 	Since               time.Time      `json:"since"`
 	UnresponsiveSeconds int64          `json:"unresponsive_seconds,omitempty"`
 	Info                map[string]any `json:"info,omitempty"`
+	// UnresponsiveTotal is the time the helper spent unresponsive, each spell from its last
+	// answer, over every process the supervisor ran, the current spell included (the
+	// node's metrics).
+	UnresponsiveTotal time.Duration `json:"-"`
 }
 
 // Supervisor keeps one helper running: it starts it, restarts it with back-off when it dies,
@@ -78,10 +82,12 @@ type Supervisor struct {
 
 	mu     sync.Mutex // guards the fields below
 	status Status
-	peer   *Peer
-	cmd    *exec.Cmd
-	stop   bool
-	killed string // why the watchdog killed the current process, for LastError
+	// silentFor sums the unresponsive spells that ended (Status adds the current one).
+	silentFor time.Duration
+	peer      *Peer
+	cmd       *exec.Cmd
+	stop      bool
+	killed    string // why the watchdog killed the current process, for LastError
 
 	// cancel ends the supervision context: the helper's socket is closed and the helper
 	// exits on EOF (or is killed after StopTimeout).
@@ -126,8 +132,10 @@ func (s *Supervisor) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.status
+	st.UnresponsiveTotal = s.silentFor
 	if st.State == StateUnresponsive {
 		st.UnresponsiveSeconds = int64(time.Since(st.Since) / time.Second)
+		st.UnresponsiveTotal += time.Since(st.Since)
 	}
 	return st
 }
@@ -177,6 +185,7 @@ func (s *Supervisor) Stop(ctx context.Context) {
 func (s *Supervisor) setState(st State, pid int, lastErr string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.endSilence()
 	s.status.State = st
 	s.status.PID = pid
 	s.status.Since = time.Now()
@@ -409,8 +418,16 @@ func (s *Supervisor) answered() {
 	if s.status.State != StateUnresponsive {
 		return
 	}
+	s.endSilence()
 	s.status.State, s.status.Since = StateRunning, time.Now()
 	s.log.Info("helper answers again", "pid", s.status.PID)
+}
+
+// endSilence adds an unresponsive spell that is ending to the total. Caller holds mu.
+func (s *Supervisor) endSilence() {
+	if s.status.State == StateUnresponsive {
+		s.silentFor += time.Since(s.status.Since)
+	}
 }
 
 func (s *Supervisor) waitOrKill(cmd *exec.Cmd, waitErr chan error) error {

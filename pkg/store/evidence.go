@@ -281,9 +281,12 @@ func (s *Store) AppendTx(ctx context.Context, tx *sql.Tx, signer Signer, in Entr
 	}
 	if g := s.groupOf(tx); g != nil {
 		g.signer = signer // the group signs its head once, before it commits
+		g.kinds = append(g.kinds, e.Kind)
 	} else if err := s.signCheckpoint(ctx, tx, signer); err != nil {
 		// The caller's own transaction: its commit is out of sight, so sign now.
 		return Entry{}, fmt.Errorf("append evidence %s: %w", in.Kind, err)
+	} else {
+		s.appended(e.Kind) // nor can the hook wait for that commit
 	}
 	return e, nil
 }

@@ -30,6 +30,8 @@ type writeJob struct {
 // groupTx is what AppendTx needs to know about a transaction the group committer runs.
 type groupTx struct {
 	signer Signer // set when a job appended evidence; the group signs its head
+	// kinds are the entries the jobs appended, told to the store's hook once committed.
+	kinds []string
 }
 
 type committer struct {
@@ -133,10 +135,10 @@ func (s *Store) commitGroup(batch []*writeJob) {
 				return
 			}
 		}
-		signer := gt.signer
+		signer, kinds := gt.signer, len(gt.kinds)
 		if err := b.fn(context.WithoutCancel(b.ctx), tx); err != nil {
 			b.err = err
-			gt.signer = signer
+			gt.signer, gt.kinds = signer, gt.kinds[:kinds]
 			if !alone {
 				if _, rerr := s.txExec(ctx, tx, `ROLLBACK TO job`); rerr != nil {
 					fail(fmt.Errorf("%s: roll back: %w", b.op, rerr))
@@ -164,6 +166,7 @@ func (s *Store) commitGroup(batch []*writeJob) {
 			fail(fmt.Errorf("%s: commit: %w", batch[0].op, err))
 			return
 		}
+		s.appended(gt.kinds...)
 	}
 	fail(nil)
 }

@@ -81,6 +81,32 @@ type Store struct {
 
 	// now is the clock for new entries; tests replace it.
 	now func() time.Time
+
+	// onAppend hears each evidence entry appended (SetOnAppend); nil hears nothing.
+	onAppend atomic.Pointer[func(kind string)]
+}
+
+// SetOnAppend makes f hear the kind of every evidence entry appended from now on (the
+// node's metrics count them), once the entry is committed when the store runs the
+// transaction (Append and every write of its own). In a transaction the caller began
+// itself, whose commit the store does not see, f hears the entry when AppendTx inserts it,
+// so an entry the caller then rolls back is heard all the same. f runs on the writer's path
+// and must not block or write to the store. nil stops it.
+func (s *Store) SetOnAppend(f func(kind string)) {
+	if f == nil {
+		s.onAppend.Store(nil)
+		return
+	}
+	s.onAppend.Store(&f)
+}
+
+// appended tells the hook about committed entries of kinds.
+func (s *Store) appended(kinds ...string) {
+	if f := s.onAppend.Load(); f != nil {
+		for _, k := range kinds {
+			(*f)(k)
+		}
+	}
 }
 
 // WAL bounds: a checkpoint runs at the commit that takes the WAL past walCheckpointPages,
