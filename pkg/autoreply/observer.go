@@ -14,6 +14,8 @@ type Observer interface {
 	RunEnded(route, outcome string, d time.Duration)
 	// RunRefused: the run's endpoint or egress proxy refused n of its requests with code.
 	RunRefused(code string, n int64)
+	// ObserveModelRequest: one of the run's model requests took d, from its receipt.
+	ObserveModelRequest(d time.Duration)
 }
 
 // How a turn ended, as an Observer hears it.
@@ -86,5 +88,16 @@ func (e *Engine) noteRunRefusals(usage json.RawMessage) {
 	}
 	for _, c := range usageRefusals(usage) {
 		e.o.Observer.RunRefused(c.code, c.n)
+	}
+}
+
+// noteModelRequests tells the observer how long each of the run's model requests took, from
+// the receipts its endpoint reported (K1).
+func (e *Engine) noteModelRequests(rc *RunReceipts) {
+	if e.o.Observer == nil || rc == nil {
+		return
+	}
+	for _, m := range rc.Set.Model {
+		e.o.Observer.ObserveModelRequest(m.Ended.Sub(m.Started))
 	}
 }

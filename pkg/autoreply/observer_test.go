@@ -23,6 +23,13 @@ type turnObserver struct {
 	mu       sync.Mutex
 	ended    []string // "route outcome timed|untimed"
 	refusals map[string]int64
+	models   int // model requests timed from receipts
+}
+
+func (o *turnObserver) ObserveModelRequest(time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.models++
 }
 
 func (o *turnObserver) RunEnded(route, outcome string, d time.Duration) {
@@ -63,13 +70,17 @@ func (u *closeUsageEndpoints) Close(context.Context, string) (json.RawMessage, e
 }
 
 // The observer (the node's metrics) hears how each sandboxed turn ends, timed when it ran,
-// and the refusals its endpoint, model proxy and egress proxy reported at close.
+// the refusals its endpoint, model proxy and egress proxy reported at close, and each model
+// request's time from its receipt (K1).
 func TestObserverHearsSandboxTurns(t *testing.T) {
 	obs := &turnObserver{}
 	sb := &heldSandbox{started: make(chan struct{}, 4), release: make(chan struct{})}
 	close(sb.release)
 	ep := &closeUsageEndpoints{usage: `{"run_id":"r1","refusals":{"token_missing":2},"model":{"requests":3,"refusals":{"spend_limit":1},` +
-		`"spend":{"model":"m","cost":10}},"tunnel":{"tunnels_opened":0,"refusals":{"host_not_allowed":3}},"connections":1,"connections_refused":0}`}
+		`"spend":{"model":"m","cost":10}},"tunnel":{"tunnels_opened":0,"refusals":{"host_not_allowed":3}},"connections":1,"connections_refused":0,` +
+		`"receipts":{"model":[{"api":"anthropic","method":"POST","path":"/v1/messages","status":200,"tokens_in":1,"tokens_out":1,"cost_micros":10,` +
+		`"started":"2026-01-02T03:04:05Z","ended":"2026-01-02T03:04:06Z","end":"closed"},{"api":"anthropic","method":"POST","path":"/v1/messages",` +
+		`"status":200,"tokens_in":1,"tokens_out":1,"cost_micros":0,"started":"2026-01-02T03:04:06Z","ended":"2026-01-02T03:04:07Z","end":"closed"}]}}`}
 	dir := t.TempDir()
 	c := config.Default().AutoReply
 	e, err := New(Options{Config: c, Sandbox: sb, Endpoints: ep, Completer: noCompleter{}, Ledger: testLedger(t), Observer: obs,
@@ -89,6 +100,9 @@ func TestObserverHearsSandboxTurns(t *testing.T) {
 	want := map[string]int64{"token_missing": 2, "spend_limit": 1, "host_not_allowed": 3}
 	if fmt.Sprint(obs.refusals) != fmt.Sprint(want) {
 		t.Fatalf("run refusals heard %v, want %v", obs.refusals, want)
+	}
+	if obs.models != 2 {
+		t.Fatalf("model requests timed = %d, want the receipts' 2", obs.models)
 	}
 
 	// Refused before it ran: the policy cannot be carried out (cursor in the sandbox).

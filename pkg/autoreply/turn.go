@@ -89,6 +89,7 @@ func (e *Engine) turn(ctx context.Context, log *slog.Logger, t peer.Task, r peer
 	if rerr != nil {
 		log.Warn("the run's receipts cannot be read; its completion is recorded without them", "err", rerr)
 	}
+	e.noteModelRequests(rc)
 	if len(usage) > 0 {
 		details["usage"] = usage
 	}
