@@ -66,7 +66,7 @@ var layers = []struct {
 		{"pkg/egress", []string{"pkg/reasons", "pkg/limits", "pkg/hostname", "pkg/dialer", "pkg/config"}},
 		{"pkg/modelproxy/metering", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/modelproxy/jsontree", "pkg/modelproxy/upstream", "pkg/modelproxy/rules"}},
 		{"pkg/modelproxy", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/secret", "pkg/dialer", "pkg/modelproxy/upstream", "pkg/modelproxy/rules", "pkg/modelproxy/metering"}},
-		{"pkg/sandbox/remote", []string{"pkg/reasons", "pkg/sandbox/memfd", "pkg/privsep", "pkg/sandbox"}},
+		{"pkg/sandbox/remote", []string{"pkg/reasons", "pkg/sandbox/memfd", "pkg/check", "pkg/privsep", "pkg/sandbox"}},
 		{"pkg/sandbox/gate/inside", []string{"pkg/sandbox/runinit", "pkg/sandbox/attack"}},
 		{"pkg/sandbox/gate", []string{"pkg/reasons", "pkg/check", "pkg/sandbox", "pkg/sandbox/attack", "pkg/sandbox/gate/inside"}},
 		{"pkg/sandbox/launch", []string{"pkg/reasons", "pkg/linksafe", "pkg/check", "pkg/sandbox", "pkg/sandbox/attack", "pkg/sandbox/gate"}},
@@ -87,7 +87,7 @@ var layers = []struct {
 	{"commands: flags wired to the packages below", []allowed{
 		{"cmd/anet-sandboxd/anet-runinit", []string{"pkg/sandbox/runinit", "pkg/sandbox/attack", "pkg/sandbox/gate/inside"}},
 		{"cmd/anet-sandboxd", []string{"pkg/reasons", "pkg/limits", "pkg/nodedirs", "pkg/logging", "pkg/check", "pkg/privsep", "pkg/sandbox", "pkg/sandbox/attack", "pkg/sandbox/remote", "pkg/sandbox/launch", "pkg/sandbox/bwrap", "pkg/sandbox/seatbelt", "pkg/sandbox/vm"}},
-		{"cmd/anet-egress", []string{"pkg/reasons", "pkg/logging", "pkg/check", "pkg/privsep", "pkg/modelproxy/rules", "pkg/keys", "pkg/preflight", "pkg/endpoint", "pkg/endpoint/service", "pkg/endpoint/selftest"}},
+		{"cmd/anet-egress", []string{"pkg/reasons", "pkg/logging", "pkg/check", "pkg/privsep", "pkg/egresswire", "pkg/modelproxy/rules", "pkg/keys", "pkg/preflight", "pkg/endpoint", "pkg/endpoint/service", "pkg/endpoint/selftest"}},
 		{"cmd/anetd", []string{"pkg/reasons", "pkg/logging", "pkg/node"}},
 		{"cmd/anet", []string{"pkg/reasons", "pkg/limits", "pkg/termsafe", "pkg/helperpath", "pkg/check", "pkg/peeraddr", "pkg/privsep", "pkg/config", "pkg/sandbox", "pkg/preflight", "pkg/agents", "pkg/control", "pkg/doctor"}},
 		{"cmd/anet-demo", []string{"pkg/demo"}},
