@@ -72,6 +72,12 @@ type Options struct {
 	// start-up arrive before they have, and a helper that is starting is not one that is
 	// down. After it returns, a helper that is not running fails the turn closed.
 	Ready func(ctx context.Context)
+	// Wall, if set, is the verdict of the node's last proof of the wall (its helpers'
+	// self-tests, S7): nil while it passed or none was made yet, else the refusal with its
+	// code (wall_unproven) and the failed item. A sandboxed turn whose probe passes is still
+	// not started while it refuses (F1); it is asked after the probe, so a probe's own
+	// reason (no_bwrap, …) is the one the operator sees when both fail.
+	Wall func() *reasons.Error
 }
 
 // Engine is the auto-reply engine (peer.Engine).
