@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint/selftest"
+	"anet.dev/anet/pkg/privsep"
 )
 
 func init() { commands = append(commands, selfTestCommand()) }
@@ -20,7 +21,7 @@ func selfTestCommand() *cli.Command {
 		Usage: "attack a throw-away endpoint (fake upstream, test CA) with the rule, egress and limit batteries; non-zero if anything gets through",
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print the result as one JSON object"}},
 		Action: func(c *cli.Context) error {
-			ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+			ctx, cancel := context.WithTimeout(c.Context, egresswire.SelfTestTimeout)
 			defer cancel()
 			rep, err := selftest.Run(ctx)
 			if err != nil {
@@ -37,4 +38,15 @@ func selfTestCommand() *cli.Command {
 			return cli.Exit("", rep.ExitCode())
 		},
 	}
+}
+
+// serveSelfTest answers anetd's MethodSelfTest (its proof of the wall, E1, H4, H5, R1): the
+// same battery as the command, in the serving helper, against endpoints of its own with a
+// throw-away CA and a stand-in upstream; the operator's keys are not used.
+func serveSelfTest(ctx context.Context, _ *privsep.Request) (privsep.Reply, error) {
+	rep, err := selftest.Run(ctx)
+	if err != nil {
+		return privsep.Reply{}, fmt.Errorf("self-test could not be set up: %w", err)
+	}
+	return privsep.Reply{Body: rep}, nil
 }

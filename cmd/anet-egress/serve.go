@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint/service"
 	"anet.dev/anet/pkg/keys"
 	"anet.dev/anet/pkg/privsep"
@@ -39,6 +40,7 @@ func serveCommand() *cli.Command {
 			}
 			info := s.KeysInfo
 			handlers := s.Handlers()
+			handlers[egresswire.MethodSelfTest] = privsep.OneAtATime(egresswire.MethodSelfTest, egresswire.SelfTestTimeout, serveSelfTest)
 			handlers[privsep.MethodStatus] = func(context.Context, *privsep.Request) (privsep.Reply, error) {
 				st := info()
 				st["pid"] = os.Getpid()

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"anet.dev/anet/pkg/privsep"
+	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/remote"
 )
 
@@ -29,6 +30,7 @@ func serveCommand() *cli.Command {
 				return m
 			}
 			handlers := remote.Handlers(l)
+			handlers[sandbox.MethodSelfTest] = privsep.OneAtATime(sandbox.MethodSelfTest, sandbox.SelfTestTimeout, serveSelfTest(l, lerr))
 			handlers[privsep.MethodStatus] = func(context.Context, *privsep.Request) (privsep.Reply, error) {
 				return privsep.Reply{Body: map[string]any{"pid": os.Getpid()}}, nil
 			}

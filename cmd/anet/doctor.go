@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -32,11 +34,15 @@ func doctorCommand() *cli.Command {
 		Flags: []cli.Flag{
 			jsonFlag,
 			&cli.BoolFlag{Name: "apparmor-profile", Usage: "print the AppArmor profile for bwrap (writes no file)"},
+			&cli.BoolFlag{Name: "prove", Usage: "prove the wall now: the running anetd runs both helpers' self-tests and signs the result into the evidence chain"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("apparmor-profile") {
 				_, err := fmt.Fprint(os.Stdout, doctor.AppArmorProfile)
 				return err
+			}
+			if c.Bool("prove") {
+				return proveWall(c)
 			}
 			r := runDoctor(c)
 			var err error
@@ -93,8 +99,52 @@ func runDoctor(c *cli.Context) doctor.Report {
 	}
 	if r.Node != nil {
 		r.Add(doctor.HelperChecks(r.Node.Helpers)...)
+		r.Add(doctor.WallCheck(r.Node.Wall))
 	}
 	return r
+}
+
+// proveWall is `anet doctor --prove`: the running anetd proves the wall now (S7, S8) and
+// answers the proof it signed into the chain; it is printed in the check shape, and the exit
+// status is the proof's.
+func proveWall(c *cli.Context) error {
+	var p control.WallProof
+	if err := call(c, "POST", "/v1/wall/prove", struct{}{}, &p); err != nil {
+		return cannotRun(err)
+	}
+	if c.Bool("json") {
+		if err := printJSON(p); err != nil {
+			return err
+		}
+	} else if err := printWallProof(os.Stdout, p); err != nil {
+		return err
+	}
+	rep := check.New(p.Items...)
+	return cli.Exit("", rep.ExitCode())
+}
+
+// printWallProof writes a proof as the check reports are written, with where and why it was
+// made; its details quote the helpers' programs and the sandbox (U1).
+func printWallProof(w io.Writer, p control.WallProof) error {
+	termsafe.Walk(&p, termsafe.Line)
+	rep := check.New(p.Items...)
+	return rep.WriteText(w, wallNote(p))
+}
+
+// wallNote is the proof's line: when, why, the tier and its entry in the chain.
+func wallNote(p control.WallProof) string {
+	n := fmt.Sprintf("wall: %s %s (%s, tier %s", wallVerdict(p), p.At.Local().Format(time.DateTime+" MST"), p.Why, p.Tier)
+	if p.Seq > 0 {
+		n += ", evidence entry " + strconv.FormatInt(p.Seq, 10)
+	}
+	return n + ")"
+}
+
+func wallVerdict(p control.WallProof) string {
+	if p.OK {
+		return "proved"
+	}
+	return "NOT proved"
 }
 
 // localView is what the helpers would answer anetd, found without anetd: the probe of

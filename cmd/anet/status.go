@@ -29,16 +29,16 @@ func statusCommand() *cli.Command {
 			if c.Bool("json") {
 				return printJSON(st)
 			}
-			printStatus(st)
+			printStatus(os.Stdout, st)
 			return nil
 		},
 	}
 }
 
-func printStatus(st control.Status) {
+func printStatus(out io.Writer, st control.Status) {
 	// Helper errors, warning details and run ids can quote an agent or a peer (U1).
 	termsafe.Walk(&st, termsafe.Line)
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "aid:\t%s\n", st.AID)
 	fmt.Fprintf(w, "anetd:\t%s, pid %d, up %s\n", st.Version, st.PID, (time.Duration(st.UptimeSeconds) * time.Second).String())
 	fmt.Fprintf(w, "config:\t%s\n", st.ConfigPath)
@@ -48,9 +48,10 @@ func printStatus(st control.Status) {
 	}
 	fmt.Fprintf(w, "keys for:\t%s\n", keyed)
 	printAutoReplyStatus(w, st.AutoReply, st.Budget)
+	printWallStatus(w, st.Wall)
 	w.Flush()
-	fmt.Println("helpers:")
-	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(out, "helpers:")
+	w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	for _, h := range st.Helpers {
 		line := fmt.Sprintf("  %s\t%s\tpid %d\trestarts %d", h.Name, helperState(h), h.PID, h.Restarts)
 		if h.LastError != "" {
@@ -60,16 +61,16 @@ func printStatus(st control.Status) {
 	}
 	w.Flush()
 	if len(st.Warnings) == 0 {
-		fmt.Println("warnings: none")
+		fmt.Fprintln(out, "warnings: none")
 		return
 	}
-	fmt.Println("warnings:")
+	fmt.Fprintln(out, "warnings:")
 	for _, wn := range st.Warnings {
 		line := fmt.Sprintf("  %s: %s", wn.Code, wn.Text)
 		if d := reasons.Dedup(reasons.Code(wn.Code), wn.Detail); d != "" {
 			line += " (" + d + ")"
 		}
-		fmt.Println(line)
+		fmt.Fprintln(out, line)
 	}
 }
 
@@ -129,4 +130,22 @@ func printSpend(w io.Writer, s control.SpendBudget) {
 	for _, p := range s.Peers {
 		fmt.Fprintf(w, "  peer %s\tspent %s, in flight %s, left %s\n", p.Peer, p.Spent, p.InFlight, p.Left)
 	}
+}
+
+// printWallStatus is the last proof of the wall (S7): when, why, the tier and the verdict,
+// with the items that failed.
+func printWallStatus(w io.Writer, p *control.WallProof) {
+	if p == nil {
+		fmt.Fprintf(w, "wall:\tnot proved yet (anet doctor --prove proves it now)\n")
+		return
+	}
+	line := fmt.Sprintf("%s %s (%s, tier %s)", wallVerdict(*p), p.At.Local().Format(time.DateTime+" MST"), p.Why, p.Tier)
+	if !p.OK {
+		failed := p.Failed
+		if len(failed) > 3 {
+			failed = append(failed[:3:3], fmt.Sprintf("and %d more", len(p.Failed)-3))
+		}
+		line += ": failed " + strings.Join(failed, ", ") + "; sandboxed turns are refused (wall_unproven)"
+	}
+	fmt.Fprintf(w, "wall:\t%s\n", line)
 }

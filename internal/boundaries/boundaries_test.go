@@ -194,6 +194,7 @@ func TestReleaseBinariesHaveNoTestHooks(t *testing.T) {
 	for _, tc := range []struct{ cmd, symbol string }{
 		{"anet-egress", "ANET_TEST_REDIRECTS"},
 		{"anet-sandboxd", "ANET_UNSAFE_TEST_WEAKEN"},
+		{"anetd", "ANET_TEST_WALL_EVERY"},
 	} {
 		t.Run(tc.cmd, func(t *testing.T) {
 			for _, build := range []struct {

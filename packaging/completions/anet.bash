@@ -84,7 +84,7 @@ _anet() {
         opts="--json --help -h"
         ;;
     doctor)
-        opts="--json --apparmor-profile --help -h"
+        opts="--json --apparmor-profile --prove --help -h"
         ;;
     evidence)
         case $sub in

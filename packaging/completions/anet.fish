@@ -90,6 +90,7 @@ complete -c anet -n "__fish_seen_subcommand_from reply" -l peer -x -d "the reque
 
 complete -c anet -n "__fish_seen_subcommand_from doctor" -l json -d 'print JSON for scripts'
 complete -c anet -n "__fish_seen_subcommand_from doctor" -l apparmor-profile -d 'print the AppArmor profile for bwrap'
+complete -c anet -n "__fish_seen_subcommand_from doctor" -l prove -d 'prove the wall now: run the helper self-tests, signed into the chain'
 
 set -l evidence_subs verify show export note
 complete -c anet -n "__fish_seen_subcommand_from evidence; and not __fish_seen_subcommand_from $evidence_subs" -a verify -d 'check every link and signature'

@@ -74,6 +74,12 @@ type Options struct {
 	Ready func(ctx context.Context)
 	// Observer hears how each turn ends (the node's metrics); nil hears nothing.
 	Observer Observer
+	// Wall, if set, is the verdict of the node's last proof of the wall (its helpers'
+	// self-tests, S7): nil while it passed or none was made yet, else the refusal with its
+	// code (wall_unproven) and the failed item. A sandboxed turn whose probe passes is still
+	// not started while it refuses (F1); it is asked after the probe, so a probe's own
+	// reason (no_bwrap, …) is the one the operator sees when both fail.
+	Wall func() *reasons.Error
 }
 
 // Engine is the auto-reply engine (peer.Engine).

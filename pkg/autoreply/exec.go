@@ -170,14 +170,19 @@ func (x *execRun) checkRuntime(ctx context.Context) *stop {
 	return nil
 }
 
-// probe checks the sandbox first (P2): a failed probe or a helper that is down starts
-// nothing.
+// probe checks the sandbox first (P2): a failed probe, a helper that is down or a failed
+// proof of the wall (Options.Wall) starts nothing.
 func (x *execRun) probe(ctx context.Context) *stop {
 	res, err := x.e.probeNow(ctx)
 	if err != nil {
 		return stopWith(codeOf(err), err.Error())
 	} else if !res.OK {
 		return stopWith(res.Code, res.Detail)
+	}
+	if x.e.o.Wall != nil {
+		if re := x.e.o.Wall(); re != nil {
+			return stopWith(re.Code, re.Detail)
+		}
 	}
 	x.tr.ok(x.stage, "limits "+string(res.Limits))
 	x.shape = res.Shape

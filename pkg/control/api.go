@@ -34,6 +34,42 @@ type Status struct {
 	AutoReply AutoReplyStatus `json:"auto_reply"`
 	// Reload is the last reload since start (U3); absent when there was none.
 	Reload *ReloadState `json:"reload,omitempty"`
+	// Wall is the last proof of the wall, with its failed items only (S7, S8); absent when
+	// the chain holds none yet.
+	Wall *WallProof `json:"wall,omitempty"`
+}
+
+// Why a proof of the wall was made (WallProof.Why).
+const (
+	WallManual  = "manual"  // anet doctor --prove
+	WallDaily   = "daily"   // anetd's timer
+	WallReload  = "reload"  // a reload changed the sandbox's settings
+	WallUpgrade = "upgrade" // anetd started as another version than the last proof's
+	WallStart   = "start"   // anetd started and the last proof is a day old, or there is none
+)
+
+// WallProof is a proof of the wall (S7, S8): anetd asks both helpers for their self-tests
+// (anet-sandboxd: the probe and the attack battery in a real sandbox of its tier;
+// anet-egress: real endpoints attacked against a stand-in upstream) and signs the outcome
+// into the evidence chain as one wall_proved entry. While the last one failed, sandboxed
+// turns are refused (wall_unproven). POST /v1/wall/prove answers a new one with every item;
+// status carries the last one with its failed items.
+type WallProof struct {
+	At time.Time `json:"at"`
+	OK bool      `json:"ok"`
+	// Why is what started it: manual, daily, reload, upgrade or start.
+	Why string `json:"why"`
+	// Tier is the backend anet-sandboxd serves turns with: bwrap, vm or seatbelt.
+	Tier string `json:"tier"`
+	// Version is the version of the anetd that made it.
+	Version string `json:"version"`
+	// Seq is its wall_proved entry in the chain; 0 when it could not be recorded.
+	Seq int64 `json:"seq"`
+	// Failed names the items that failed, in order.
+	Failed []string `json:"failed"`
+	// Items are its checks: sandbox.probe.NAME, sandbox.attack.NAME, egress.NAME, or
+	// sandbox.self-test / egress.self-test when a helper could not run its own.
+	Items []check.Check `json:"items"`
 }
 
 // HelpersRunning reports whether both helpers (anet-sandboxd, anet-egress) run: anetd is

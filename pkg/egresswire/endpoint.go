@@ -1,6 +1,9 @@
 package egresswire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Methods anet-egress answers over its privsep socket, beside hello/status/shutdown.
 const (
@@ -11,7 +14,15 @@ const (
 	// MethodUsage returns an open endpoint's usage so far (CloseRequest → CloseReply): the
 	// model calls and what the upstream answered, for a run's progress.
 	MethodUsage = "endpoint.usage"
+	// MethodSelfTest runs `anet-egress self-test`: real endpoints (model proxy and CONNECT
+	// egress) with a throw-away CA and a stand-in upstream, attacked as a hostile agent would
+	// (E1–E9, H2–H5, R1). No body → the report (pkg/check's shape). One at a time; answered
+	// within SelfTestTimeout.
+	MethodSelfTest = "selftest"
 )
+
+// SelfTestTimeout bounds one MethodSelfTest, as `anet-egress self-test` bounds itself.
+const SelfTestTimeout = 2 * time.Minute
 
 // OpenRequest is the body of MethodOpen.
 type OpenRequest struct {

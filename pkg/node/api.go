@@ -29,6 +29,7 @@ func (n *Node) routes(s *control.Server) {
 	n.autoReplyRoutes(s)
 	n.reloadRoutes(s)
 	s.Handle("GET", "/v1/doctor", n.doctorView)
+	s.Handle("POST", "/v1/wall/prove", n.proveWallNow)
 }
 
 func (n *Node) status() control.Status {
@@ -96,6 +97,9 @@ func (n *Node) status() control.Status {
 	var reloadWarnings []control.Warning
 	st.Reload, reloadWarnings = n.reloadState()
 	st.Warnings = append(st.Warnings, reloadWarnings...)
+	var wallWarnings []control.Warning
+	st.Wall, wallWarnings = n.wallStatus()
+	st.Warnings = append(st.Warnings, wallWarnings...)
 	n.fillAutoReply(&st)
 	if st.Warnings == nil {
 		st.Warnings = []control.Warning{}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
-	"time"
 
 	"anet.dev/anet/pkg/autoreply"
 	"anet.dev/anet/pkg/config"
@@ -41,6 +40,7 @@ func (n *Node) startAutoReply(ctx context.Context) error {
 		Log:       n.log,
 		Ready:     n.waitHelpers,
 		Observer:  n.metrics,
+		Wall:      n.wallVerdict,
 	})
 	if err != nil {
 		return err
@@ -50,23 +50,6 @@ func (n *Node) startAutoReply(ctx context.Context) error {
 	n.ar = ar
 	n.opts.Engine = ar
 	return nil
-}
-
-// helperStartWait bounds how long a turn waits for helpers that are still starting.
-const helperStartWait = 30 * time.Second
-
-// waitHelpers returns once both helpers run, or after helperStartWait, or when ctx ends.
-func (n *Node) waitHelpers(ctx context.Context) {
-	deadline := time.Now().Add(helperStartWait)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if n.sandboxd.Status().State == privsep.StateRunning && n.egress.Status().State == privsep.StateRunning {
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // egressClient calls anet-egress: per-run endpoints and the openai back-end's completion.

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"path/filepath"
+	"time"
 
 	"anet.dev/anet/pkg/helperpath"
 	"anet.dev/anet/pkg/preflight"
@@ -70,3 +71,21 @@ func (n *Node) helpers() []*privsep.Supervisor {
 
 // endpointsDir holds the runs' endpoint sockets (config.Paths.RunsDir).
 func (n *Node) endpointsDir() string { return n.paths.RunsDir() }
+
+// helperStartWait bounds how long a turn (or a proof of the wall) waits for helpers that are
+// still starting.
+const helperStartWait = 30 * time.Second
+
+// waitHelpers returns once both helpers run, or after helperStartWait, or when ctx ends.
+func (n *Node) waitHelpers(ctx context.Context) {
+	deadline := time.Now().Add(helperStartWait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if n.sandboxd.Status().State == privsep.StateRunning && n.egress.Status().State == privsep.StateRunning {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

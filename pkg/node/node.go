@@ -43,6 +43,14 @@ type Options struct {
 	Engine peer.Engine
 	// LogLevel, when set, is the level of the daemon's logger; a reload sets it.
 	LogLevel *slog.LevelVar
+	// WallEvery is how often anetd proves the wall by itself (S7): at start when the last
+	// proof is that old, absent or another version's, then every WallEvery, and after a
+	// reload that changes the sandbox's settings. Zero is a day; negative is never (anet
+	// doctor --prove still proves it).
+	WallEvery time.Duration
+	// WallRetry is the wait after a failed proof, when shorter than WallEvery; zero is an
+	// hour.
+	WallRetry time.Duration
 }
 
 // Node is a running anetd.
@@ -66,10 +74,14 @@ type Node struct {
 
 	reloadMu sync.Mutex // one reload at a time
 
+	wallState wallState
+
 	mu         sync.Mutex // guards the fields that follow
 	cfg        config.Config
 	lastReload *control.ReloadState
 	keys       *keysSeen
+	// wall is the last proof of the wall, with every item; nil until the chain holds one.
+	wall *control.WallProof
 }
 
 // Load reads the configuration and checks everything that must be right before anything
@@ -112,6 +124,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 	}
 	n := &Node{opts: o, paths: paths, cfg: cfg, id: id, store: st, log: log, started: time.Now()}
 	n.initMetrics()
+	n.wallState.kick = make(chan string, 1)
 	if w := rootWarnings(os.Geteuid()); len(w) > 0 {
 		n.warnings = append(n.warnings, w...)
 		log.Warn("anetd runs as root", "code", RunningAsRoot)
@@ -123,6 +136,10 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 	}()
 	if _, err := st.Append(ctx, id, store.EntryInput{Kind: "node_started", Details: map[string]any{"version": o.Version, "pid": os.Getpid()}}); err != nil {
 		return fmt.Errorf("evidence: %w", err)
+	}
+	// The last proof of the wall decides the first sandboxed turns, before any new one.
+	if err := n.loadWall(ctx); err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
@@ -172,6 +189,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 
 	go n.reloadOnHangup(ctx, hup)
 	go n.warnSetup(hctx)
+	go n.watchWall(hctx, n.wallEvery())
 	log.Info("anetd ready", "aid", id.AID(), "config", paths.ConfigFile, "control", paths.ControlSocket(), "listen", n.listenAddr(), "pid", os.Getpid())
 	if err := notifyReady(o.Env("NOTIFY_SOCKET")); err != nil {
 		log.Warn("sd_notify READY=1 failed", "err", err)
@@ -211,4 +229,17 @@ func (n *Node) stopHelpers() {
 		}()
 	}
 	wg.Wait()
+}
+
+// wallEvery is Options.WallEvery, a test build's ANET_TEST_WALL_EVERY, or a day.
+func (n *Node) wallEvery() time.Duration {
+	if n.opts.Env != nil {
+		if d, ok := testWallEvery(n.opts.Env); ok {
+			return d
+		}
+	}
+	if n.opts.WallEvery == 0 {
+		return wallEvery
+	}
+	return n.opts.WallEvery
 }

@@ -126,7 +126,20 @@ func (n *Node) applyReload(ctx context.Context) (control.ReloadAnswer, error) {
 	n.mu.Lock()
 	n.cfg = next
 	n.mu.Unlock()
+	if sandboxChanged(old, next) {
+		// What a sandboxed turn runs under changed: the last proof was of another wall.
+		n.wallReload()
+	}
 	return ans, nil
+}
+
+// sandboxChanged reports whether a reload changes what sandboxed turns run with: the tier,
+// the limits (S6) or the agent.
+func sandboxChanged(old, next config.Config) bool {
+	o, x := old.AutoReply, next.AutoReply
+	return o.Sandbox.Isolation != x.Sandbox.Isolation || o.Sandbox.VMAccel != x.Sandbox.VMAccel ||
+		o.Sandbox.MemoryMax != x.Sandbox.MemoryMax || o.Sandbox.TasksMax != x.Sandbox.TasksMax || o.Sandbox.DiskMax != x.Sandbox.DiskMax ||
+		o.APITimeout != x.APITimeout || o.Agent != x.Agent || o.AgentRuntime != x.AgentRuntime
 }
 
 // keysSeen is anet-egress's verdicts on the keys file and the models file from the last

@@ -150,7 +150,7 @@ var (
 func catalog() map[Code]Entry {
 	catalogOnce.Do(func() {
 		catalogMap = map[Code]Entry{}
-		for _, group := range [][]Entry{core, seatbeltCodes, vmCodes, spendCodes, operatorCodes} {
+		for _, group := range [][]Entry{core, seatbeltCodes, vmCodes, spendCodes, operatorCodes, wallCodes} {
 			for _, e := range group {
 				add(catalogMap, e)
 			}

@@ -26,7 +26,7 @@ func TestCatalogIsBuiltOnFirstUse(t *testing.T) {
 	if e, ok := Lookup(NoBwrap); !ok || e.Requirement != "L1" {
 		t.Fatalf("Lookup(%s) = %+v, %v on first use; want its entry", NoBwrap, e, ok)
 	}
-	if n := len(All()); n < len(core)+len(seatbeltCodes)+len(vmCodes)+len(spendCodes)+len(operatorCodes) {
+	if n := len(All()); n < len(core)+len(seatbeltCodes)+len(vmCodes)+len(spendCodes)+len(operatorCodes)+len(wallCodes) {
 		t.Fatalf("All() has %d entries, fewer than this package's tables", n)
 	}
 }

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"time"
 
 	"anet.dev/anet/pkg/reasons"
 )
@@ -19,7 +20,23 @@ const (
 	MethodRunWait = "run.wait"
 	// MethodRunStop ends the run named by a RunID (Run.Stop).
 	MethodRunStop = "run.stop"
+	// MethodSelfTest runs `anet-sandboxd self-test` with the Launcher the helper serves with
+	// (its tier: bwrap, vm or seatbelt): the probe, then the attack battery, in a real sandbox
+	// (S7, S8). SelfTestRequest → the self-test's report (pkg/check's shape, with the probe's
+	// limits beside it). One at a time; answered within SelfTestTimeout.
+	MethodSelfTest = "selftest"
 )
+
+// SelfTestTimeout bounds one MethodSelfTest: a vm tier boots a guest for the probe and
+// another for the battery; bwrap needs seconds.
+const SelfTestTimeout = 4 * time.Minute
+
+// SelfTestRequest is the body of MethodSelfTest: the memory, task and disk limits of the
+// configuration in force, so that the battery runs under the limits a turn gets (its wall
+// clock is the self-test's own).
+type SelfTestRequest struct {
+	Limits Limits `json:"limits"`
+}
 
 // RunRequest is the body of MethodRun.
 type RunRequest struct {

@@ -465,3 +465,34 @@ func equalInts(a, b []int64) bool {
 	}
 	return true
 }
+
+// S7: LastOf is the newest entry of one kind, whatever came after it (anetd reads its last
+// proof of the wall back at start), and none for a kind the chain does not hold.
+func TestLastOf(t *testing.T) {
+	s := openTemp(t)
+	signer := newSeedSigner(1)
+	ctx := context.Background()
+	if _, ok, err := s.LastOf(ctx, "wall_proved"); ok || err != nil {
+		t.Fatalf("LastOf(empty) ok = %v, err = %v; want false, nil", ok, err)
+	}
+	var want Entry
+	for i, kind := range []string{"wall_proved", "node_started", "wall_proved", "operator_note"} {
+		e, err := s.Append(ctx, signer, EntryInput{Kind: kind, Details: map[string]int{"i": i}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == "wall_proved" {
+			want = e
+		}
+	}
+	got, ok, err := s.LastOf(ctx, "wall_proved")
+	if err != nil || !ok || !entriesEqual(got, want) {
+		t.Fatalf("LastOf(wall_proved) = %+v, %v, %v; want entry %d", got, ok, err, want.Seq)
+	}
+	if _, ok, err := s.LastOf(ctx, "turn_completed"); ok || err != nil {
+		t.Fatalf("LastOf(turn_completed) ok = %v, err = %v; want false, nil", ok, err)
+	}
+	if _, _, err := s.LastOf(ctx, "Bad Kind"); err == nil {
+		t.Fatal("LastOf(\"Bad Kind\") accepted a kind that is not [a-z_]+")
+	}
+}

@@ -127,16 +127,29 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 
 // Last returns the newest entry; ok is false when the chain is empty.
 func (s *Store) Last(ctx context.Context) (e Entry, ok bool, err error) {
-	r, err := scanRaw(s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM evidence ORDER BY seq DESC LIMIT 1`))
+	return s.last("last evidence", s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM evidence ORDER BY seq DESC LIMIT 1`))
+}
+
+// LastOf returns the newest entry of kind (anetd's last proof of the wall at start); ok is
+// false when there is none.
+func (s *Store) LastOf(ctx context.Context, kind string) (e Entry, ok bool, err error) {
+	if err := validKind(kind); err != nil {
+		return Entry{}, false, fmt.Errorf("last evidence of a kind: %w", err)
+	}
+	return s.last("last "+kind+" evidence", s.db.QueryRowContext(ctx, `SELECT `+entryColumns+` FROM evidence WHERE kind = ? ORDER BY seq DESC LIMIT 1`, kind))
+}
+
+func (s *Store) last(what string, row *sql.Row) (Entry, bool, error) {
+	r, err := scanRaw(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Entry{}, false, nil
 	}
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("last evidence: %w", err)
+		return Entry{}, false, fmt.Errorf("%s: %w", what, err)
 	}
-	e, err = r.entry()
+	e, err := r.entry()
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("last evidence: %w", err)
+		return Entry{}, false, fmt.Errorf("%s: %w", what, err)
 	}
 	return e, true, nil
 }

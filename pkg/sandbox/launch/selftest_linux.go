@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 
 	"anet.dev/anet/pkg/linksafe"
@@ -60,7 +61,7 @@ func plantCanaries(o SelfTestOptions) (attack.Env, func(), error) {
 
 	plant := o.Plant
 	if plant == "" {
-		home, err := os.UserHomeDir()
+		home, err := operatorHome()
 		if err != nil {
 			return fail(fmt.Errorf("plant canaries: %w", err))
 		}
@@ -82,4 +83,21 @@ func plantCanaries(o SelfTestOptions) (attack.Env, func(), error) {
 		}
 	}
 	return env, cleanup, nil
+}
+
+// operatorHome is where the operator's own secrets live: $HOME, or, for anet-sandboxd started
+// by anetd with an environment built from nothing (no HOME), the user's home in the password
+// database. The battery must find the canaries there out of reach.
+func operatorHome() (string, error) {
+	if h, err := os.UserHomeDir(); err == nil {
+		return h, nil
+	}
+	u, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("no $HOME and no home in the password database: %w", err)
+	}
+	if u.HomeDir == "" {
+		return "", fmt.Errorf("no $HOME and user %s has no home in the password database", u.Username)
+	}
+	return u.HomeDir, nil
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/memfd"
@@ -50,6 +51,17 @@ func (c *Client) Probe(ctx context.Context) (sandbox.ProbeResult, error) {
 		return sandbox.ProbeResult{}, err
 	}
 	return res, nil
+}
+
+// SelfTest asks anet-sandboxd for its self-test (sandbox.MethodSelfTest) under the limits lim:
+// the probe and the attack battery, run in a real sandbox of the tier it serves with. The
+// report is the battery's checks (probe.NAME, attack.NAME); an error means it could not run.
+func (c *Client) SelfTest(ctx context.Context, lim sandbox.Limits) (check.Report, error) {
+	var rep check.Report
+	if _, err := c.c.Call(ctx, sandbox.MethodSelfTest, sandbox.SelfTestRequest{Limits: lim}, &rep); err != nil {
+		return check.Report{}, err
+	}
+	return rep, nil
 }
 
 // Start implements sandbox.Launcher. The agent writes its stdout and stderr into anonymous
