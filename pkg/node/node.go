@@ -51,6 +51,9 @@ type Options struct {
 	// WallRetry is the wait after a failed proof, when shorter than WallEvery; zero is an
 	// hour.
 	WallRetry time.Duration
+	// WallSettle is how long a start waits before its own proof when the last one did not
+	// fail (or there is none); zero is ten minutes, never more than the interval.
+	WallSettle time.Duration
 }
 
 // Node is a running anetd.

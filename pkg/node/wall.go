@@ -29,6 +29,12 @@ const (
 	// wallRetry is the wait after a proof that failed: turns stay refused until one passes,
 	// and what failed may have been passing trouble (a helper restarting).
 	wallRetry = time.Hour
+	// wallSettle is how long a start waits before its own proof (a fresh node's first, an
+	// upgrade's, a day-old one's): the battery is a run of sandbox starts, and it must not
+	// compete with the node's start-up and first tasks, which the helpers' probe already
+	// guards. A failed last proof is proved again at once instead: it keeps sandboxed turns
+	// closed until one passes.
+	wallSettle = 10 * time.Minute
 	// wallTimeout bounds one proof: the helpers prove in parallel, each within its own
 	// bound (the longer is sandbox.SelfTestTimeout), and the control client waits five
 	// minutes.
@@ -279,6 +285,16 @@ func wallDue(last *control.WallProof, version string, every time.Duration, now t
 	return every - age, control.WallDaily
 }
 
+// firstWallDue is wallDue after a start: a proof that is due waits until the start has
+// settled, unless the last proof failed (wallSettle).
+func firstWallDue(last *control.WallProof, version string, every, settle time.Duration, now time.Time) (time.Duration, string) {
+	delay, why := wallDue(last, version, every, now)
+	if last == nil || last.OK {
+		delay = max(delay, min(every, settle))
+	}
+	return delay, why
+}
+
 // watchWall proves the wall when it is due (wallDue), every `every` after that (wallRetry
 // after a failure, when that is sooner), and whenever a reload asks (wallReload), until ctx
 // ends. It starts after the node is ready and waits for the helpers: the proof never holds up
@@ -287,7 +303,7 @@ func (n *Node) watchWall(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		return
 	}
-	delay, why := wallDue(n.lastWall(), n.opts.Version, every, time.Now())
+	delay, why := firstWallDue(n.lastWall(), n.opts.Version, every, cmp.Or(n.opts.WallSettle, wallSettle), time.Now())
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {

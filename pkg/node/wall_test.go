@@ -128,7 +128,7 @@ func (h *wallHost) egress(t *testing.T) *privsep.Supervisor {
 // read back from the chain, the auto-reply engine wired to the helpers.
 func (h *wallHost) node(t *testing.T, version string, sandboxd, egress *privsep.Supervisor) *Node {
 	t.Helper()
-	n := &Node{opts: Options{Env: h.getenv, HelperDir: testharness.BinDir(), Version: version}, paths: h.paths, cfg: h.cfg,
+	n := &Node{opts: Options{Env: h.getenv, HelperDir: testharness.BinDir(), Version: version, WallSettle: time.Millisecond}, paths: h.paths, cfg: h.cfg,
 		id: h.id, store: h.st, log: slog.New(slog.DiscardHandler), started: time.Now(), sandboxd: sandboxd, egress: egress}
 	n.wallState.kick = make(chan string, 1)
 	ctx := context.Background()
@@ -340,9 +340,9 @@ func warning(st control.Status, code reasons.Code) *control.Warning {
 	return nil
 }
 
-// S7: anetd proves the wall by itself without holding up anything: at start when the chain
-// holds no proof, then every interval (shortened here); a start by another version of anetd
-// proves it at once ("upgrade"); a reload that changes the sandbox's limits proves it ("reload").
+// S7: anetd proves the wall by itself without holding up anything: once the start has settled
+// (shortened here) when the chain holds no proof, then every interval (shortened too); a start
+// by another version of anetd proves it once settled, not a day later ("upgrade"); a reload that changes the sandbox's limits proves it ("reload").
 func TestWallProvedOnScheduleS7(t *testing.T) {
 	h := newWallHost(t, "")
 	sandboxd, egress := h.sandboxd(t, ""), h.egress(t)
@@ -373,7 +373,7 @@ func TestWallProvedOnScheduleS7(t *testing.T) {
 		t.Fatalf("status wall = %+v, want the last proof, passed", p)
 	}
 
-	// Another version starts: it proves at once, not a day later.
+	// Another version starts: it proves once settled, not a day later.
 	before := len(whys())
 	up := h.node(t, "v2", sandboxd, egress)
 	stop = watch(up, time.Hour)
@@ -405,21 +405,28 @@ func TestWallProvedOnScheduleS7(t *testing.T) {
 func TestWallDueS7(t *testing.T) {
 	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
+	settle := 10 * time.Minute
 	for _, c := range []struct {
 		name  string
 		last  *control.WallProof
 		delay time.Duration
 		why   string
+		// first is the delay after a start: a due proof waits until the start settled,
+		// unless the last one failed.
+		first time.Duration
 	}{
-		{"none", nil, 0, control.WallStart},
-		{"a fresh pass", &control.WallProof{OK: true, Version: "v1", At: now.Add(-time.Hour)}, 23 * time.Hour, control.WallDaily},
-		{"a day old", &control.WallProof{OK: true, Version: "v1", At: now.Add(-day)}, 0, control.WallStart},
-		{"from the future", &control.WallProof{OK: true, Version: "v1", At: now.Add(time.Hour)}, 0, control.WallStart},
-		{"failed", &control.WallProof{OK: false, Version: "v1", At: now.Add(-time.Minute)}, 0, control.WallStart},
-		{"another version", &control.WallProof{OK: true, Version: "v0", At: now.Add(-time.Minute)}, 0, control.WallUpgrade},
+		{"none", nil, 0, control.WallStart, settle},
+		{"a fresh pass", &control.WallProof{OK: true, Version: "v1", At: now.Add(-time.Hour)}, 23 * time.Hour, control.WallDaily, 23 * time.Hour},
+		{"a day old", &control.WallProof{OK: true, Version: "v1", At: now.Add(-day)}, 0, control.WallStart, settle},
+		{"from the future", &control.WallProof{OK: true, Version: "v1", At: now.Add(time.Hour)}, 0, control.WallStart, settle},
+		{"failed", &control.WallProof{OK: false, Version: "v1", At: now.Add(-time.Minute)}, 0, control.WallStart, 0},
+		{"another version", &control.WallProof{OK: true, Version: "v0", At: now.Add(-time.Minute)}, 0, control.WallUpgrade, settle},
 	} {
 		if delay, why := wallDue(c.last, "v1", day, now); delay != c.delay || why != c.why {
 			t.Errorf("%s: due in %s (%s), want %s (%s)", c.name, delay, why, c.delay, c.why)
+		}
+		if delay, why := firstWallDue(c.last, "v1", day, settle, now); delay != c.first || why != c.why {
+			t.Errorf("%s: after a start due in %s (%s), want %s (%s)", c.name, delay, why, c.first, c.why)
 		}
 	}
 }
