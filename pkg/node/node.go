@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -42,6 +43,9 @@ type Options struct {
 	Engine peer.Engine
 	// LogLevel, when set, is the level of the daemon's logger; a reload sets it.
 	LogLevel *slog.LevelVar
+	// Metrics, when set, is served at the dashboard's /metrics to a scraper with the token
+	// of dashboard.metrics_token_file.
+	Metrics http.Handler
 }
 
 // Node is a running anetd.
@@ -57,6 +61,9 @@ type Node struct {
 	egress   *privsep.Supervisor
 	peers    *peer.Service
 	ar       autoReplier // the auto-reply engine; nil when not in the build or replaced
+	// control is the control API's server: the socket's, and the dashboard's in process.
+	control *control.Server
+	dash    dashState
 
 	// warnings are set at start-up, before the control socket serves anyone, and only
 	// read after that.
@@ -163,9 +170,13 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 		return err
 	}
 	srv := control.NewServer(tok, log)
+	n.control = srv
 	n.routes(srv)
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(l) }()
+	// The dashboard reads the node through the same handlers, once they are all routed.
+	n.applyDashboard(n.config().Dashboard)
+	defer n.stopDashboard()
 
 	go n.reloadOnHangup(ctx, hup)
 	go n.warnSetup(hctx)
@@ -184,6 +195,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 	log.Info("anetd stopping")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	n.stopDashboard()
 	srv.Shutdown(sctx)
 	// No new peer messages while the node stops; deliveries in flight end here.
 	n.peers.Close()

@@ -126,6 +126,11 @@ func (n *Node) applyReload(ctx context.Context) (control.ReloadAnswer, error) {
 	n.mu.Lock()
 	n.cfg = next
 	n.mu.Unlock()
+	// The dashboard follows: started, stopped or moved; one that cannot listen is a
+	// warning in status, not a refused reload (the rest of the file is in force).
+	if n.control != nil {
+		n.applyDashboard(next.Dashboard)
+	}
 	return ans, nil
 }
 
