@@ -25,9 +25,10 @@ run_pkgs=(bubblewrap ca-certificates)
 # rpm2cpio, cpio, rpmlint, binutils (readelf): the package tests build the .deb and .rpm, lint
 # them, compare versions, install the .deb into a throw-away root and check the binaries'
 # hardening (C4). qemu-system-x86, xz-utils: the vm tier's tests (V1). nodejs, npm: the real
-# agent CLIs the integration tests run in the sandbox.
+# agent CLIs the integration tests run in the sandbox. chromium: the dashboard's test drives
+# it headless, to prove peers' text stays inert in a real browser (U1).
 test_pkgs=("${run_pkgs[@]}" make git groff-base man-db zsh fish systemd socat curl python3
-  dpkg lintian rpm rpm2cpio cpio rpmlint binutils qemu-system-x86 xz-utils)
+  dpkg lintian rpm rpm2cpio cpio rpmlint binutils qemu-system-x86 xz-utils chromium)
 
 # Where the vm tests find Debian's plain kernel package (pkg/sandbox/vm/guestimage reads it
 # from here, not from apt's archive dir, which apt cleans). Download only: the host's kernel

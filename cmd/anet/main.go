@@ -57,6 +57,7 @@ func commands() []*cli.Command {
 		evidenceCommand(),
 		configCommand(),
 		reloadCommand(),
+		dashboardCommand(),
 		// Peer transport commands.
 		peerCommand(),
 		trustCommand(),

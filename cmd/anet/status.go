@@ -47,6 +47,9 @@ func printStatus(out io.Writer, st control.Status) {
 		keyed = strings.Join(st.ProvidersKeyed, ", ")
 	}
 	fmt.Fprintf(w, "keys for:\t%s\n", keyed)
+	if st.Dashboard != "" {
+		fmt.Fprintf(w, "dashboard:\thttp://%s/ (anet dashboard logs a browser in)\n", st.Dashboard)
+	}
 	printAutoReplyStatus(w, st.AutoReply, st.Budget)
 	printWallStatus(w, st.Wall)
 	w.Flush()

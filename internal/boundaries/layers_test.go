@@ -79,10 +79,11 @@ var layers = []struct {
 	{"services: what a process runs", []allowed{
 		{"pkg/control", []string{"pkg/reasons", "pkg/money", "pkg/check", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/preflight"}},
 		{"pkg/autoreply", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/linksafe", "pkg/check", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/egresswire", "pkg/sandbox", "pkg/store", "pkg/agents", "pkg/peer"}},
+		{"pkg/dashboard", []string{"pkg/money", "pkg/termsafe", "pkg/metrics", "pkg/control"}},
 		{"pkg/doctor", []string{"pkg/reasons", "pkg/limits", "pkg/helperpath", "pkg/check", "pkg/modelproxy/upstream", "pkg/privsep", "pkg/config", "pkg/sandbox", "pkg/preflight", "pkg/control"}},
 		{"pkg/endpoint/service", []string{"pkg/reasons", "pkg/limits", "pkg/modelproxy/upstream", "pkg/privsep", "pkg/egresswire", "pkg/modelproxy/rules", "pkg/keys", "pkg/preflight", "pkg/egress", "pkg/modelproxy", "pkg/endpoint"}},
 		{"pkg/endpoint/selftest", []string{"pkg/limits", "pkg/localca", "pkg/check", "pkg/modelproxy/standin", "pkg/keys", "pkg/egress", "pkg/endpoint"}},
-		{"pkg/node", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/helperpath", "pkg/identity", "pkg/linksafe", "pkg/metrics", "pkg/check", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/egresswire", "pkg/sandbox", "pkg/store", "pkg/preflight", "pkg/peer", "pkg/sandbox/remote", "pkg/control", "pkg/autoreply"}},
+		{"pkg/node", []string{"pkg/reasons", "pkg/limits", "pkg/money", "pkg/helperpath", "pkg/identity", "pkg/linksafe", "pkg/metrics", "pkg/check", "pkg/privsep", "pkg/receipt", "pkg/config", "pkg/egresswire", "pkg/sandbox", "pkg/store", "pkg/preflight", "pkg/peer", "pkg/sandbox/remote", "pkg/control", "pkg/dashboard", "pkg/autoreply"}},
 		{"pkg/demo", []string{"pkg/money", "pkg/localca", "pkg/control"}},
 	}},
 	{"commands: flags wired to the packages below", []allowed{

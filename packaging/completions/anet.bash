@@ -9,7 +9,8 @@ auto_reply.egress_allow auto_reply.sandbox.runs_per_day
 auto_reply.sandbox.runs_per_peer_per_day auto_reply.sandbox.spend_per_day
 auto_reply.sandbox.spend_per_peer_per_day auto_reply.sandbox.memory_max
 auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max auto_reply.sandbox.isolation
-auto_reply.sandbox.vm_accel intake.stranger_pending_max intake.strangers_pending_max intake.disk_free_min"
+auto_reply.sandbox.vm_accel intake.stranger_pending_max intake.strangers_pending_max intake.disk_free_min
+dashboard.listen dashboard.metrics_token_file"
 
 _anet_autoreply_keys="backend agent trusted untrusted model api_base agent_runtime api_timeout_seconds
 work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day
@@ -78,9 +79,9 @@ _anet() {
     local opts=""
     case $cmd in
     "")
-        opts="status doctor evidence config reload peer trust send inbox show reply autoreply --config --help -h --version -v"
+        opts="status doctor evidence config reload dashboard peer trust send inbox show reply autoreply --config --help -h --version -v"
         ;;
-    status | reload)
+    status | reload | dashboard)
         opts="--json --help -h"
         ;;
     doctor)

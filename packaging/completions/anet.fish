@@ -2,7 +2,7 @@
 # /usr/share/fish/vendor_completions.d/. Keep in step with cmd/anet: the packaging test
 # fails when a command or flag of `anet --help` is missing here.
 
-set -l anet_commands status doctor evidence config reload peer trust send inbox show reply autoreply
+set -l anet_commands status doctor evidence config reload dashboard peer trust send inbox show reply autoreply
 set -l anet_autoreply_keys backend agent trusted untrusted model api_base agent_runtime api_timeout_seconds \
     work_dir work_retention sandbox.runs_per_day sandbox.runs_per_peer_per_day \
     sandbox.spend_per_day sandbox.spend_per_peer_per_day sandbox.memory_max sandbox.tasks_max sandbox.disk_max \
@@ -15,7 +15,8 @@ set -l anet_config_keys listen keys_file log_level \
     auto_reply.sandbox.spend_per_day auto_reply.sandbox.spend_per_peer_per_day \
     auto_reply.sandbox.memory_max auto_reply.sandbox.tasks_max auto_reply.sandbox.disk_max \
     auto_reply.sandbox.isolation auto_reply.sandbox.vm_accel \
-    intake.stranger_pending_max intake.strangers_pending_max intake.disk_free_min
+    intake.stranger_pending_max intake.strangers_pending_max intake.disk_free_min \
+    dashboard.listen dashboard.metrics_token_file
 
 # __anet_args_after SUB prints how many arguments follow the subcommand SUB on the line.
 function __anet_args_after
@@ -63,6 +64,7 @@ complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a doctor -
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a evidence -d 'the signed, hash-linked evidence chain'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a config -d 'show, get or set configuration keys'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a reload -d 'make the running anetd read its config and keys again'
+complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a dashboard -d 'print a one-time login URL for the web dashboard'
 
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a peer -d 'the nodes this node can send tasks to'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a trust -d 'the peers whose tasks are trusted'
@@ -72,7 +74,7 @@ complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a show -d 
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a reply -d 'answer a task in the inbox by hand'
 complete -c anet -n "not __fish_seen_subcommand_from $anet_commands" -a autoreply -d 'test, show or set the auto-reply policy'
 
-complete -c anet -n "__fish_seen_subcommand_from status reload" -l json -d 'print JSON for scripts'
+complete -c anet -n "__fish_seen_subcommand_from status reload dashboard" -l json -d 'print JSON for scripts'
 
 set -l list_subs add remove list
 complete -c anet -n "__fish_seen_subcommand_from peer trust; and not __fish_seen_subcommand_from $list_subs" -a add -d 'add'

@@ -29,6 +29,19 @@ type Config struct {
 	AutoReply AutoReply
 	// Intake is the `intake` section.
 	Intake Intake
+	// Dashboard is the `dashboard` section.
+	Dashboard Dashboard
+}
+
+// Dashboard is the `dashboard` section: the operator's local web view of the node. It is
+// off until Listen is set; its pages show peers' text, so it listens on loopback only.
+type Dashboard struct {
+	// Listen is the dashboard's address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); ""
+	// turns it off.
+	Listen string
+	// MetricsTokenFile holds the bearer token a scraper must send for /metrics (an absolute
+	// path; "" leaves /metrics closed).
+	MetricsTokenFile string
 }
 
 // Intake is the `intake` section: storage the node keeps for peers it does not know (N1).

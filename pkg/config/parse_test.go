@@ -64,6 +64,8 @@ func TestDefaults(t *testing.T) {
 		"intake.stranger_pending_max":               "1MiB",
 		"intake.strangers_pending_max":              "64MiB",
 		"intake.disk_free_min":                      "256MiB",
+		"dashboard.listen":                          "",
+		"dashboard.metrics_token_file":              "",
 	}
 	for _, k := range leaves(schema, "") {
 		if _, ok := want[k]; !ok {
@@ -224,6 +226,9 @@ func TestValueRanges(t *testing.T) {
 		{"strangers' quota 0 (N1: closed to strangers)", "intake:\n  stranger_pending_max: 0\n  strangers_pending_max: 0\n"},
 		{"strangers' quota equal to one stranger's", "intake:\n  stranger_pending_max: 4MiB\n  strangers_pending_max: 4MiB\n"},
 		{"disk guard off", "intake:\n  disk_free_min: 0\n"},
+		{"dashboard on IPv4 loopback", "dashboard:\n  listen: \"127.0.0.1:7421\"\n"},
+		{"dashboard on IPv6 loopback", "dashboard:\n  listen: \"[::1]:7421\"\n"},
+		{"dashboard on localhost", "dashboard:\n  listen: localhost:7421\n  metrics_token_file: /etc/anet/metrics.token\n"},
 	}
 	for _, o := range ok {
 		t.Run("ok/"+o.name, func(t *testing.T) {
@@ -256,6 +261,15 @@ func TestValueRanges(t *testing.T) {
 			"config.yaml:3: intake.strangers_pending_max: 1MiB is less than intake.stranger_pending_max (2MiB)"},
 		{"stranger quota decimal unit", "intake:\n  stranger_pending_max: 1MB\n", `config.yaml:2: intake.stranger_pending_max: "1MB" is not a size`},
 		{"disk floor negative", "intake:\n  disk_free_min: -1\n", `config.yaml:2: intake.disk_free_min: "-1" is not a size`},
+		{"dashboard on all interfaces", "dashboard:\n  listen: \"0.0.0.0:7421\"\n", `config.yaml:2: dashboard.listen: "0.0.0.0:7421" is not a loopback address`},
+		{"dashboard with no host", "dashboard:\n  listen: \":7421\"\n", `config.yaml:2: dashboard.listen: ":7421" is not a loopback address`},
+		{"dashboard on a LAN address", "dashboard:\n  listen: \"192.168.1.2:7421\"\n", `config.yaml:2: dashboard.listen: "192.168.1.2:7421" is not a loopback address`},
+		{"dashboard on another loopback", "dashboard:\n  listen: \"127.0.0.2:7421\"\n", `config.yaml:2: dashboard.listen: "127.0.0.2:7421" is not a loopback address`},
+		{"dashboard on a name", "dashboard:\n  listen: \"dash.example:7421\"\n", `config.yaml:2: dashboard.listen: "dash.example:7421" is not a loopback address`},
+		{"dashboard without a port", "dashboard:\n  listen: \"127.0.0.1\"\n", `config.yaml:2: dashboard.listen: "127.0.0.1" is not host:port`},
+		{"dashboard port 0", "dashboard:\n  listen: \"127.0.0.1:0\"\n", `config.yaml:2: dashboard.listen: "127.0.0.1:0" has an invalid port`},
+		{"dashboard port with a sign", "dashboard:\n  listen: \"127.0.0.1:+80\"\n", `config.yaml:2: dashboard.listen: "127.0.0.1:+80" has an invalid port`},
+		{"metrics token file relative", "dashboard:\n  metrics_token_file: metrics.token\n", `config.yaml:2: dashboard.metrics_token_file: "metrics.token" is not an absolute path`},
 	}
 	for _, b := range bad {
 		t.Run("bad/"+b.name, func(t *testing.T) {
@@ -269,7 +283,7 @@ func TestValueRanges(t *testing.T) {
 func TestUnknownKeys(t *testing.T) {
 	cases := []struct{ name, src, want string }{
 		{"top level", "listen: \"\"\nlog_level: info\nauto_replyy:\n  trusted: off\n",
-			`config.yaml:3: unknown key "auto_replyy" (known: listen, keys_file, log_level, auto_reply, intake)`},
+			`config.yaml:3: unknown key "auto_replyy" (known: listen, keys_file, log_level, auto_reply, intake, dashboard)`},
 		{"auto_reply", "auto_reply:\n  trusted: off\n  modle: x\n",
 			`config.yaml:3: unknown key "auto_reply.modle" (known: backend, agent, trusted, untrusted, model, api_base, agent_runtime, api_timeout_seconds, work_dir, work_retention, egress_allow, sandbox)`},
 		{"sandbox", "auto_reply:\n  sandbox:\n    runs_per_day: 3\n\n    runs_per_dya: 3\n",

@@ -58,6 +58,10 @@ var schema = &field{children: []*field{
 		sizeField("strangers_pending_max", func(c *Config) *int64 { return &c.Intake.StrangersPendingMax }),
 		sizeField("disk_free_min", func(c *Config) *int64 { return &c.Intake.DiskFreeMin }),
 	}},
+	{name: "dashboard", children: []*field{
+		stringField("listen", func(c *Config) *string { return &c.Dashboard.Listen }),
+		stringField("metrics_token_file", func(c *Config) *string { return &c.Dashboard.MetricsTokenFile }),
+	}},
 }}
 
 // lookup finds the field at a dotted key path.

@@ -147,6 +147,7 @@ func TestSetRefusesBadValues(t *testing.T) {
 		{"section", "auto_reply", "x", "config set auto_reply: this is a section"},
 		{"newline", "auto_reply.model", "a\nb: c", "config set auto_reply.model: the value must be one line"},
 		{"E10", "auto_reply.api_base", "https://llm.example.com", "auto_reply.api_base must be empty or https://api.anthropic.com for the claude agent"},
+		{"dashboard off loopback (C4)", "dashboard.listen", "0.0.0.0:7421", `dashboard.listen: "0.0.0.0:7421" is not a loopback address`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -213,6 +214,14 @@ func TestSetCreatesFile(t *testing.T) {
 		t.Fatalf("Load = %+v, %v, want runs 9/2", cfg.AutoReply.Sandbox, err)
 	}
 	assertNoTempFiles(t, dir)
+
+	// C4: the dashboard section is written the same way, and reads back.
+	if err := Set(path, "dashboard.listen", "127.0.0.1:7421"); err != nil {
+		t.Fatalf("Set(dashboard.listen) = %v", err)
+	}
+	if cfg, err := Load(path); err != nil || cfg.Dashboard.Listen != "127.0.0.1:7421" {
+		t.Fatalf("Load after Set(dashboard.listen) = %+v, %v", cfg.Dashboard, err)
+	}
 
 	t.Run("comment-only file keeps its comments", func(t *testing.T) {
 		path := writeFile(t, "# my notes\n# more", 0o600)

@@ -89,6 +89,8 @@ func (c Config) issues() []*Error {
 			limits.FormatSize(in.StrangersPendingMax), limits.FormatSize(in.StrangerPendingMax)))
 	}
 	add("intake.disk_free_min", atLeast(in.DiskFreeMin, 0, true))
+	add("dashboard.listen", CheckDashboardListen(c.Dashboard.Listen))
+	add("dashboard.metrics_token_file", checkAbsPath(c.Dashboard.MetricsTokenFile))
 	return errs
 }
 

@@ -185,7 +185,7 @@ func TestGet(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"auto_reply.trustd":      `unknown key "auto_reply.trustd" (known: backend, agent,`,
-		"nope":                   `unknown key "nope" (known: listen, keys_file, log_level, auto_reply, intake)`,
+		"nope":                   `unknown key "nope" (known: listen, keys_file, log_level, auto_reply, intake, dashboard)`,
 		"listen.port":            `unknown key "listen.port"`,
 		"auto_reply.sandbox.x.y": `unknown key "auto_reply.sandbox.x"`,
 	} {

@@ -117,3 +117,25 @@ func isLDHLabel(l string) bool {
 	}
 	return true
 }
+
+// CheckDashboardListen validates dashboard.listen: "" (off) or a loopback address with a
+// port 1-65535, written 127.0.0.1:PORT, [::1]:PORT or localhost:PORT. The dashboard shows
+// peers' text and acts on the node for whoever holds its session, so it is never offered to
+// another machine: any other host, a name included, is refused.
+func CheckDashboardListen(s string) error {
+	if s == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (allowed: 127.0.0.1:PORT, [::1]:PORT, localhost:PORT, or \"\" for off)", s)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 || strconv.FormatUint(p, 10) != port {
+		return fmt.Errorf("%q has an invalid port (allowed: 1-65535)", s)
+	}
+	switch host {
+	case "127.0.0.1", "::1", "localhost":
+		return nil
+	}
+	return fmt.Errorf("%q is not a loopback address (allowed: 127.0.0.1:PORT, [::1]:PORT, localhost:PORT): the dashboard is for this machine only", s)
+}

@@ -17,15 +17,17 @@ import (
 
 // Status is the answer to GET /v1/status (`anet status`).
 type Status struct {
-	AID            string           `json:"aid"`
-	Version        string           `json:"version"`
-	PID            int              `json:"pid"`
-	StartedAt      time.Time        `json:"started_at"`
-	UptimeSeconds  int64            `json:"uptime_seconds"`
-	ConfigPath     string           `json:"config_path"`
-	DataDir        string           `json:"data_dir"`
-	ControlSocket  string           `json:"control_socket"`
-	ListenAddr     string           `json:"listen_addr"` // the peer listener's bound address; "" when off
+	AID           string    `json:"aid"`
+	Version       string    `json:"version"`
+	PID           int       `json:"pid"`
+	StartedAt     time.Time `json:"started_at"`
+	UptimeSeconds int64     `json:"uptime_seconds"`
+	ConfigPath    string    `json:"config_path"`
+	DataDir       string    `json:"data_dir"`
+	ControlSocket string    `json:"control_socket"`
+	ListenAddr    string    `json:"listen_addr"` // the peer listener's bound address; "" when off
+	// Dashboard is the web dashboard's bound address (dashboard.listen); "" when off.
+	Dashboard      string           `json:"dashboard,omitempty"`
 	Helpers        []privsep.Status `json:"helpers"`
 	ProvidersKeyed []string         `json:"providers_with_key"`
 	Warnings       []Warning        `json:"warnings"`
@@ -281,6 +283,35 @@ type ExportResult struct {
 	Entries int64  `json:"entries"`
 	HeadSeq int64  `json:"head_seq"`
 	Head    string `json:"head,omitempty"`
+}
+
+// DashboardLogin is the answer to POST /v1/dashboard/login (`anet dashboard`): a URL that
+// logs one browser in to the dashboard, once, before ExpiresAt.
+type DashboardLogin struct {
+	URL       string    `json:"url"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SpendHistory is the answer to GET /v1/spend/history?days=N: what counted runs cost per
+// local calendar day and per peer (K1, K2), from the run_counted entries of the chain (B5),
+// today last.
+type SpendHistory struct {
+	Days []SpendDay `json:"days"`
+}
+
+// SpendDay is one local day's spend: all peers together and each peer that spent.
+type SpendDay struct {
+	Day   string       `json:"day"` // YYYY-MM-DD in the node's time zone
+	Start time.Time    `json:"start"`
+	Spent money.Micros `json:"spent_micros"`
+	Runs  int64        `json:"runs"`
+	Peers []PeerDay    `json:"peers"`
+}
+
+// PeerDay is one peer's spend on one day.
+type PeerDay struct {
+	Peer  string       `json:"peer"`
+	Spent money.Micros `json:"spent_micros"`
 }
 
 // Peer is a node this node can send tasks to (GET /v1/peers).

@@ -76,22 +76,9 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return c.sendError(err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return fmt.Errorf("read answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-			return &RemoteError{Status: resp.StatusCode, Code: eb.Error.Code, Message: eb.Error.Message}
-		}
-		return &RemoteError{Status: resp.StatusCode, Code: reasons.Internal, Message: fmt.Sprintf("anetd answered %s", resp.Status)}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("decode answer: %w", err)
-	}
-	return nil
+	return decodeAnswer(resp.StatusCode, http.StatusText(resp.StatusCode), data, out)
 }

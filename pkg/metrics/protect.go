@@ -31,21 +31,28 @@ const refusalLogEvery = time.Minute
 // The token is never logged; it is compared through its SHA-256, in constant time, so not
 // even its length shows in the time an answer takes.
 func Protect(h http.Handler, tokenFile string) http.Handler {
+	return ProtectFile(h, func() string { return tokenFile })
+}
+
+// ProtectFile is Protect with the token file's path asked at every request, for a listener
+// whose setting a reload may change (dashboard.metrics_token_file); "" refuses every request.
+func ProtectFile(h http.Handler, tokenFile func() string) http.Handler {
 	return &protected{next: h, file: tokenFile, last: map[string]time.Time{}}
 }
 
 type protected struct {
 	next http.Handler
-	file string
+	file func() string
 
 	mu   sync.Mutex // guards last
 	last map[string]time.Time
 }
 
 func (p *protected) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	want, err := readToken(p.file)
+	file := p.file()
+	want, err := readToken(file)
 	if err != nil {
-		p.warn(err.Error(), "metrics: token file refused; every scrape is refused until it is fixed", "file", p.file, "rule", err.Error())
+		p.warn(err.Error(), "metrics: token file refused; every scrape is refused until it is fixed", "file", file, "rule", err.Error())
 		http.Error(w, "forbidden: the metrics token file is not usable (see the node's log)", http.StatusForbidden)
 		return
 	}
@@ -57,7 +64,7 @@ func (p *protected) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a, b := sha256.Sum256(got), sha256.Sum256(want)
 	if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
-		p.warn("wrong token", "metrics: scrape with a wrong bearer token refused; later ones within a minute are not logged", "file", p.file, "remote", r.RemoteAddr)
+		p.warn("wrong token", "metrics: scrape with a wrong bearer token refused; later ones within a minute are not logged", "file", file, "remote", r.RemoteAddr)
 		http.Error(w, "forbidden: wrong token", http.StatusForbidden)
 		return
 	}

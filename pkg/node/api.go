@@ -28,6 +28,8 @@ func (n *Node) routes(s *control.Server) {
 	n.peerRoutes(s)
 	n.autoReplyRoutes(s)
 	n.reloadRoutes(s)
+	n.dashboardRoutes(s)
+	s.Handle("GET", "/v1/spend/history", n.spendHistory)
 	s.Handle("GET", "/v1/doctor", n.doctorView)
 	s.Handle("POST", "/v1/wall/prove", n.proveWallNow)
 }
@@ -75,6 +77,9 @@ func (n *Node) status() control.Status {
 	if w, ok := n.diskWarning(); ok {
 		st.Warnings = append(st.Warnings, w)
 	}
+	var dashWarnings []control.Warning
+	st.Dashboard, dashWarnings = n.dashboardStatus()
+	st.Warnings = append(st.Warnings, dashWarnings...)
 	// Only anet-egress knows the keys; it tells which providers have one, never a value.
 	if eg := n.egress.Status(); eg.State == privsep.StateRunning {
 		v := n.keysVerdict(eg)
@@ -134,6 +139,21 @@ func (n *Node) listEvidence(r *http.Request) (any, error) {
 			return nil, control.BadRequestError("limit: %q is not a non-negative number", s)
 		}
 		opts.Limit = l
+	}
+	// A page of the timeline: the entries before a sequence number, the newest first page.
+	if s := q.Get("before"); s != "" {
+		b, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || b < 1 {
+			return nil, control.BadRequestError("before: %q is not a sequence number", s)
+		}
+		opts.Before = b
+	}
+	switch s := q.Get("newest"); s {
+	case "", "false":
+	case "true":
+		opts.Newest = true
+	default:
+		return nil, control.BadRequestError("newest: %q is not true or false", s)
 	}
 	entries, err := n.store.List(r.Context(), opts)
 	if err != nil {

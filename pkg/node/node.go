@@ -70,6 +70,9 @@ type Node struct {
 	peers    *peer.Service
 	ar       autoReplier // the auto-reply engine; nil when not in the build or replaced
 	metrics  *metrics.Metrics
+	// control is the control API's server: the socket's, and the dashboard's in process.
+	control *control.Server
+	dash    dashState
 
 	// warnings are set at start-up, before the control socket serves anyone, and only
 	// read after that.
@@ -186,9 +189,13 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 		return err
 	}
 	srv := control.NewServer(tok, log)
+	n.control = srv
 	n.routes(srv)
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(l) }()
+	// The dashboard reads the node through the same handlers, once they are all routed.
+	n.applyDashboard(n.config().Dashboard)
+	defer n.stopDashboard()
 
 	go n.reloadOnHangup(ctx, hup)
 	go n.warnSetup(hctx)
@@ -208,6 +215,7 @@ func Run(ctx context.Context, o Options, paths config.Paths, cfg config.Config, 
 	log.Info("anetd stopping")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	n.stopDashboard()
 	srv.Shutdown(sctx)
 	// No new peer messages while the node stops; deliveries in flight end here.
 	n.peers.Close()

@@ -52,6 +52,7 @@ func (n *Node) peerRoutes(s *control.Server) {
 	s.Handle("DELETE", "/v1/trust/{aid}", n.removeTrust)
 	s.Handle("POST", "/v1/send", n.send)
 	s.Handle("GET", "/v1/inbox", n.inbox)
+	s.Handle("GET", "/v1/sent", n.sent)
 	s.Handle("GET", "/v1/interactions/{id}", n.showInteraction)
 	s.Handle("POST", "/v1/reply", n.reply)
 }
@@ -195,6 +196,21 @@ func (n *Node) inbox(r *http.Request) (any, error) {
 		return nil, control.BadRequestError("state: %q is not new, answered or refused", state)
 	}
 	list, err := n.store.Inbox(r.Context(), store.InboxOptions{State: state})
+	if err != nil {
+		return nil, err
+	}
+	return n.toAPIList(r, list), nil
+}
+
+// sent lists the tasks this node sent, oldest first (the dashboard's "out" list).
+func (n *Node) sent(r *http.Request) (any, error) {
+	state := r.URL.Query().Get("state")
+	switch state {
+	case "", store.StateWaiting, store.StateAnswered, store.StateRefused:
+	default:
+		return nil, control.BadRequestError("state: %q is not waiting, answered or refused", state)
+	}
+	list, err := n.store.Inbox(r.Context(), store.InboxOptions{State: state, Sent: true})
 	if err != nil {
 		return nil, err
 	}

@@ -130,6 +130,11 @@ func (n *Node) applyReload(ctx context.Context) (control.ReloadAnswer, error) {
 		// What a sandboxed turn runs under changed: the last proof was of another wall.
 		n.wallReload()
 	}
+	// The dashboard follows: started, stopped or moved; one that cannot listen is a
+	// warning in status, not a refused reload (the rest of the file is in force).
+	if n.control != nil {
+		n.applyDashboard(next.Dashboard)
+	}
 	return ans, nil
 }
 

@@ -433,6 +433,11 @@ func TestListAndCount(t *testing.T) {
 		{"peer", ListOptions{Peer: goldenPeer}, []int64{1, 2}},
 		{"limit", ListOptions{Limit: 2}, []int64{1, 2}},
 		{"kind since limit", ListOptions{Kind: "turn_completed", Since: at(9), Limit: 2}, []int64{2, 5}},
+		// A page of the timeline: the newest first page, then the one before it.
+		{"newest page", ListOptions{Limit: 4, Newest: true}, []int64{3, 4, 5, 6}},
+		{"page before", ListOptions{Limit: 4, Newest: true, Before: 3}, []int64{1, 2}},
+		{"before", ListOptions{Before: 3}, []int64{1, 2}},
+		{"newest of a kind", ListOptions{Kind: "turn_completed", Limit: 2, Newest: true}, []int64{5, 6}},
 	}
 	for _, tt := range lists {
 		t.Run("list "+tt.name, func(t *testing.T) {

@@ -341,11 +341,16 @@ func interactionTx(ctx context.Context, q queryer, peer, interaction, dir string
 type InboxOptions struct {
 	State string // "" for every state
 	Limit int    // 0 for no limit
+	// Sent lists the tasks this node sent (direction out) instead of those it received.
+	Sent bool
 }
 
-// Inbox lists inbound tasks, oldest first.
+// Inbox lists inbound tasks (or, with Sent, outbound ones), oldest first.
 func (s *Store) Inbox(ctx context.Context, o InboxOptions) ([]Interaction, error) {
 	where := `WHERE direction = 'in'`
+	if o.Sent {
+		where = `WHERE direction = 'out'`
+	}
 	var args []any
 	if o.State != "" {
 		where += ` AND state = ?`

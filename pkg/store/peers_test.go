@@ -125,6 +125,17 @@ func TestReceiveRules(t *testing.T) {
 	if _, err := s.Queue(ctx, signer, Outgoing{Type: "reply", MsgID: "m-r3", Peer: otherPeer, Interaction: "ix-1", Text: "hi"}); !errors.Is(err, ErrUnknownInteraction) {
 		t.Fatalf("answer to another peer's interaction = %v, want ErrUnknownInteraction", err)
 	}
+	// The dashboard's "out" list: the tasks this node sent, and only those.
+	if _, err := s.Queue(ctx, signer, Outgoing{Type: "task", MsgID: "m-o", Peer: otherPeer, Interaction: "ix-out", Text: "asked"}); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := s.Inbox(ctx, InboxOptions{Sent: true})
+	if err != nil || len(sent) != 1 || sent[0].Direction != "out" || sent[0].Text != "asked" || sent[0].State != StateWaiting {
+		t.Fatalf("Inbox(Sent) = %+v, %v, want the one task sent, waiting", sent, err)
+	}
+	if in, err := s.Inbox(ctx, InboxOptions{}); err != nil || len(in) != 1 || in[0].ID != "ix-1" {
+		t.Fatalf("Inbox() = %+v, %v, want only the task received", in, err)
+	}
 	if _, err := s.Verify(ctx, signer.Public()); err != nil {
 		t.Fatal(err)
 	}

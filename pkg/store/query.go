@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -58,6 +59,12 @@ type ListOptions struct {
 	// After and Through bound the sequence numbers (After < seq <= Through; 0: no bound), for
 	// a reader that pages through the chain (the export) instead of holding it whole.
 	After, Through int64
+	// Before selects entries with a sequence number below it (0: no bound), so that a long
+	// chain is read a page at a time.
+	Before int64
+	// Newest takes the newest Limit entries that match instead of the oldest; they are still
+	// returned in sequence order.
+	Newest bool
 }
 
 // List returns the entries that match opts in sequence order.
@@ -93,11 +100,19 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 		where = append(where, "seq <= ?")
 		args = append(args, opts.Through)
 	}
+	if opts.Before > 0 {
+		where = append(where, "seq < ?")
+		args = append(args, opts.Before)
+	}
 	q := `SELECT ` + entryColumns + ` FROM evidence`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY seq"
+	if opts.Newest {
+		q += " ORDER BY seq DESC"
+	} else {
+		q += " ORDER BY seq"
+	}
 	if opts.Limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, opts.Limit)
@@ -121,6 +136,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) ([]Entry, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list evidence: %w", err)
+	}
+	if opts.Newest {
+		slices.Reverse(out)
 	}
 	return out, nil
 }

@@ -21,16 +21,40 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Text returns s with every control character other than newline and tab, every 8-bit
 // control, DEL, bidi control and invalid byte written visibly.
-func Text(s string) string { return render(s, false) }
+func Text(s string) string { return render(s, false, needsEscape) }
 
 // Line is Text for a field that must stay on one line (an id, an address, a table cell):
 // newline and tab are written visibly too.
-func Line(s string) string { return render(s, true) }
+func Line(s string) string { return render(s, true, needsEscape) }
+
+// Page is Text for a web page (the dashboard): what Text writes visibly, and also every
+// character a browser draws as nothing at all, which a terminal shows or which cannot move
+// the cursor there: Unicode's format characters (category Cf: zero-width spaces and joiners,
+// the byte order mark, the invisible tag characters that can smuggle text to a model), the
+// Hangul fillers and the combining grapheme joiner. Text a peer wrote then reads on the page
+// as it is in bytes, with nothing hidden in it. HTML escaping is the template's job: Page
+// adds none.
+func Page(s string) string { return render(s, false, pageEscape) }
+
+// PageLine is Page for a field that must stay on one line (an id, a table cell).
+func PageLine(s string) string { return render(s, true, pageEscape) }
+
+// pageEscape reports whether r must not reach a web page as itself.
+func pageEscape(r rune) bool {
+	switch {
+	case needsEscape(r):
+		return true
+	case r == 0x034f, r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0: // CGJ, Hangul fillers
+		return true
+	}
+	return unicode.Is(unicode.Cf, r)
+}
 
 // Block renders a multi-line field under a heading the CLI printed: every line of s,
 // rendered as Text, starts with prefix, so that a line of the field cannot look like one of
@@ -58,11 +82,11 @@ func needsEscape(r rune) bool {
 	return false
 }
 
-func render(s string, oneLine bool) string {
+func render(s string, oneLine bool, escape func(rune) bool) string {
 	clean := true
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && n == 1) || (needsEscape(r) && (oneLine || (r != '\n' && r != '\t'))) {
+		if (r == utf8.RuneError && n == 1) || (escape(r) && (oneLine || (r != '\n' && r != '\t'))) {
 			clean = false
 			break
 		}
@@ -88,7 +112,9 @@ func render(s string, oneLine bool) string {
 			b.WriteString(`\r`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case needsEscape(r):
+		case escape(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r) // the tag characters: Go's long form, unambiguous
+		case escape(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])

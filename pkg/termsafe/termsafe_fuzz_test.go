@@ -125,3 +125,50 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// invisibleRune is what a browser draws as nothing, from Unicode's tables rather than from
+// pageEscape: the format characters (Cf), the Hangul fillers and the combining grapheme
+// joiner.
+func invisibleRune(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || r == 0x034f || r == 0x115f || r == 0x1160 || r == 0x3164 || r == 0xffa0
+}
+
+func firstUnsafeOnPage(s string, allowNLTab bool) string {
+	if bad := firstUnsafe(s, allowNLTab); bad != "" {
+		return bad
+	}
+	for _, r := range s {
+		if invisibleRune(r) {
+			return string(r)
+		}
+	}
+	return ""
+}
+
+// FuzzPage (U1): for any text, Page's output is valid UTF-8 with none of what Text escapes
+// and no character a browser draws as nothing; PageLine's has no newline or tab either;
+// text with none of them is left as it is; both are idempotent; and Page never keeps what
+// Text would escape.
+func FuzzPage(f *testing.F) {
+	for _, s := range []string{rlo, allBidi, osc52, "a\u200bb\ufeff", "ok\U000e0041", "\u3164", "a\n\tb", "grüße ❤️", "\xff", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		page, line := Page(s), PageLine(s)
+		if bad := firstUnsafeOnPage(page, true); bad != "" {
+			t.Fatalf("Page(%q) = %q, which holds %q", s, page, bad)
+		}
+		if bad := firstUnsafeOnPage(line, false); bad != "" {
+			t.Fatalf("PageLine(%q) = %q, which holds %q", s, line, bad)
+		}
+		if firstUnsafeOnPage(s, true) == "" && page != s {
+			t.Fatalf("Page(%q) = %q, want it as it is", s, page)
+		}
+		if firstUnsafeOnPage(s, false) == "" && line != s {
+			t.Fatalf("PageLine(%q) = %q, want it as it is", s, line)
+		}
+		if Page(page) != page || PageLine(line) != line {
+			t.Fatalf("Page or PageLine of %q is not idempotent: %q, %q", s, page, line)
+		}
+	})
+}

@@ -171,3 +171,32 @@ func TestWalk(t *testing.T) {
 		t.Errorf("non-string map value changed: %v", d.Info["n"])
 	}
 }
+
+// U1: on a web page the dashboard shows what Text shows visibly, and every character a
+// browser would draw as nothing: the zero-width ones, the byte order mark, the tag
+// characters (text hidden from the eye but read by a model), the Hangul fillers.
+func TestPage(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, page, line string
+	}{
+		{"RLO", rlo, `abc\u202edcba`, `abc\u202edcba`},
+		{"ESC and CR", "\x1b[2J\r\nx", "\\x1b[2J\\r\nx", `\x1b[2J\r\nx`},
+		{"zero-width space, joiners, BOM", "a\u200bb\u200cc\u200dd\ufeffe", `a\u200bb\u200cc\u200dd\ufeffe`, `a\u200bb\u200cc\u200dd\ufeffe`},
+		{"word joiner and invisible operators", "\u2060\u2062\u2064", `\u2060\u2062\u2064`, `\u2060\u2062\u2064`},
+		{"soft hyphen", "in\u00advisible", `in\u00advisible`, `in\u00advisible`},
+		{"tag characters", "ok\U000e0041\U000e007f", `ok\U000e0041\U000e007f`, `ok\U000e0041\U000e007f`},
+		{"Hangul fillers and CGJ", "\u3164\u115f\u1160\uffa0\u034f", `\u3164\u115f\u1160\uffa0\u034f`, `\u3164\u115f\u1160\uffa0\u034f`},
+		{"newline and tab kept on a page", "a\n\tb", "a\n\tb", `a\n\tb`},
+		{"plain, non-ASCII, emoji", "grüße, 你好 — ok ❤️", "grüße, 你好 — ok ❤️", "grüße, 你好 — ok ❤️"},
+		{"HTML is left to the template", `<script>x</script>`, `<script>x</script>`, `<script>x</script>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Page(tc.in); got != tc.page {
+				t.Errorf("Page(%q) = %q, want %q", tc.in, got, tc.page)
+			}
+			if got := PageLine(tc.in); got != tc.line {
+				t.Errorf("PageLine(%q) = %q, want %q", tc.in, got, tc.line)
+			}
+		})
+	}
+}
