@@ -76,8 +76,13 @@ lint:
 	  GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet -tags $(TESTTAGS) ./... || exit 1; \
 	done
 
+# What tests keep for a person to look at (the dashboard's screenshots): under dist/, which
+# the tests' unprivileged user must be able to write when make test runs as root.
+ARTIFACTS ?= $(CURDIR)/dist/artifacts
+
 unit:
-	$(GO) test $(TESTFLAGS) -tags $(TESTTAGS) $$($(GO) list ./... | grep -v /integration)
+	@mkdir -p $(ARTIFACTS) && chmod 1777 $(ARTIFACTS)
+	ANET_ARTIFACTS=$(ARTIFACTS) $(GO) test $(TESTFLAGS) -tags $(TESTTAGS) $$($(GO) list ./... | grep -v /integration)
 
 integration: build
 	$(GO) test $(TESTFLAGS) -tags $(TESTTAGS) ./integration/...
