@@ -20,6 +20,9 @@ type openAIFake struct {
 	key    string
 	pinned string
 	answer string
+	// toolCall, when set, may answer a streamed request with a tool call item (the model
+	// asking the agent to run one of its tools) instead of the answer message.
+	toolCall func(o map[string]any) map[string]any
 }
 
 // openAIModels are the ids the fake knows (pkg/modelproxy/rules/models.yaml).
@@ -126,16 +129,27 @@ func (f *openAIFake) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"id":"resp_real_1","object":"response","status":"completed","model":%q,"output":[{"type":"message","id":"msg_real_1","role":"assistant","content":[{"type":"output_text","text":%q,"annotations":[]}]}]}`, f.pinned, f.answer)
 		return
 	}
+	if f.toolCall != nil {
+		if item := f.toolCall(o); item != nil {
+			f.streamItem(w, model, item)
+			return
+		}
+	}
 	f.stream(w, model)
 }
 
 // stream sends the Responses event sequence for one assistant message.
 func (f *openAIFake) stream(w http.ResponseWriter, model string) {
+	f.streamItem(w, model, map[string]any{"type": "message", "id": "msg_real_1", "status": "completed", "role": "assistant",
+		"content": []any{map[string]any{"type": "output_text", "text": f.answer, "annotations": []any{}}}})
+}
+
+// streamItem sends the Responses event sequence for one output item: an assistant message,
+// or a tool call, whole in its added and done events.
+func (f *openAIFake) streamItem(w http.ResponseWriter, model string, item map[string]any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	fl := w.(http.Flusher)
-	item := map[string]any{"type": "message", "id": "msg_real_1", "status": "completed", "role": "assistant",
-		"content": []any{map[string]any{"type": "output_text", "text": f.answer, "annotations": []any{}}}}
 	resp := func(status string, output []any) map[string]any {
 		m := map[string]any{"id": "resp_real_1", "object": "response", "status": status, "model": model, "output": output}
 		if status == "completed" {
@@ -157,14 +171,18 @@ func (f *openAIFake) stream(w http.ResponseWriter, model string) {
 	}
 	send("response.created", map[string]any{"response": resp("in_progress", []any{})})
 	send("response.in_progress", map[string]any{"response": resp("in_progress", []any{})})
-	send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
-		"type": "message", "id": "msg_real_1", "status": "in_progress", "role": "assistant", "content": []any{}}})
-	send("response.content_part.added", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0,
-		"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-	send("response.output_text.delta", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0, "delta": f.answer})
-	send("response.output_text.done", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0, "text": f.answer})
-	send("response.content_part.done", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0,
-		"part": map[string]any{"type": "output_text", "text": f.answer, "annotations": []any{}}})
+	if item["type"] != "message" {
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": item})
+	} else {
+		send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
+			"type": "message", "id": "msg_real_1", "status": "in_progress", "role": "assistant", "content": []any{}}})
+		send("response.content_part.added", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0,
+			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+		send("response.output_text.delta", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0, "delta": f.answer})
+		send("response.output_text.done", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0, "text": f.answer})
+		send("response.content_part.done", map[string]any{"item_id": "msg_real_1", "output_index": 0, "content_index": 0,
+			"part": map[string]any{"type": "output_text", "text": f.answer, "annotations": []any{}}})
+	}
 	send("response.output_item.done", map[string]any{"output_index": 0, "item": item})
 	send("response.completed", map[string]any{"response": resp("completed", []any{item})})
 }
