@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"anet.dev/anet/pkg/httprecord"
 	"anet.dev/anet/pkg/reasons"
 )
 
@@ -36,15 +37,12 @@ func (s *Server) Call(ctx context.Context, method, path string, in, out any) err
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	w := &memWriter{header: http.Header{}}
+	w := httprecord.New(maxAnswer)
 	s.mux.ServeHTTP(w, req)
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.over {
+	if w.Over() {
 		return fmt.Errorf("%s %s: the answer is larger than %d bytes", method, path, maxAnswer)
 	}
-	return decodeAnswer(w.status, http.StatusText(w.status), w.buf.Bytes(), out)
+	return decodeAnswer(w.Status(), http.StatusText(w.Status()), w.Body(), out)
 }
 
 // decodeAnswer turns an answer's status and body into out, or into the *RemoteError the
@@ -64,31 +62,4 @@ func decodeAnswer(status int, statusText string, data []byte, out any) error {
 		return fmt.Errorf("decode answer: %w", err)
 	}
 	return nil
-}
-
-// memWriter is an http.ResponseWriter that keeps the answer in memory, up to maxAnswer.
-type memWriter struct {
-	header http.Header
-	status int
-	buf    bytes.Buffer
-	over   bool
-}
-
-func (w *memWriter) Header() http.Header { return w.header }
-
-func (w *memWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-
-func (w *memWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.buf.Len()+len(p) > maxAnswer {
-		w.over = true
-		return 0, fmt.Errorf("answer larger than %d bytes", maxAnswer)
-	}
-	return w.buf.Write(p)
 }

@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	"anet.dev/anet/pkg/egresswire"
 	"anet.dev/anet/pkg/endpoint"
+	"anet.dev/anet/pkg/httprecord"
 	"anet.dev/anet/pkg/limits"
 	"anet.dev/anet/pkg/modelproxy"
 	"anet.dev/anet/pkg/modelproxy/rules"
@@ -86,19 +86,16 @@ func (s *Service) complete(ctx context.Context, in egresswire.CompleteRequest) (
 	}
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Authorization", "Bearer "+ph)
-	w := &replyRecorder{header: http.Header{}, max: maxCompletionReply}
+	w := httprecord.New(maxCompletionReply)
 	proxy.ServeHTTP(w, r)
 	// The call is metered like an agent's requests (K1); the reply carries its cost, also
 	// when the model gave no answer.
 	proxy.Finish(0)
 	spend := proxy.Usage().Spend
-	status := w.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if code := reasons.Code(w.header.Get("X-Anet-Reason")); code == reasons.SpendLimit {
+	status := w.Status()
+	if code := reasons.Code(w.Header().Get("X-Anet-Reason")); code == reasons.SpendLimit {
 		// Refused before it left: the task cannot be answered within today's caps (K2).
-		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", reasons.New(code, reasons.Clip(strings.TrimSpace(w.body.String()), 300)))
+		return egresswire.CompleteReply{}, fmt.Errorf("complete: %w", reasons.New(code, reasons.Clip(strings.TrimSpace(string(w.Body())), 300)))
 	}
 	failed := func(format string, args ...any) (egresswire.CompleteReply, error) {
 		return egresswire.CompleteReply{Model: eng.Model(), Status: status, Spend: &spend, Failed: fmt.Sprintf(format, args...)}, nil
@@ -106,7 +103,7 @@ func (s *Service) complete(ctx context.Context, in egresswire.CompleteRequest) (
 	if status != http.StatusOK {
 		// A service may quote the credential it refused; the reply is stored and shown (F3),
 		// and the proxy has redacted the key from it as from every answer (E1).
-		return failed("complete: upstream answered %d: %s", status, reasons.Clip(strings.TrimSpace(w.body.String()), 300))
+		return failed("complete: upstream answered %d: %s", status, reasons.Clip(strings.TrimSpace(string(w.Body())), 300))
 	}
 	var out struct {
 		Choices []struct {
@@ -115,7 +112,7 @@ func (s *Service) complete(ctx context.Context, in egresswire.CompleteRequest) (
 			} `json:"message"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal(w.body.Bytes(), &out); err != nil {
+	if err := json.Unmarshal(w.Body(), &out); err != nil {
 		return failed("complete: upstream answer is not a chat completion: %v", err)
 	}
 	if len(out.Choices) == 0 {
@@ -123,31 +120,3 @@ func (s *Service) complete(ctx context.Context, in egresswire.CompleteRequest) (
 	}
 	return egresswire.CompleteReply{Text: out.Choices[0].Message.Content, Model: eng.Model(), Status: status, Spend: &spend}, nil
 }
-
-// replyRecorder collects the proxy's answer in memory, up to max bytes.
-type replyRecorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	max    int
-}
-
-func (w *replyRecorder) Header() http.Header { return w.header }
-
-func (w *replyRecorder) WriteHeader(s int) {
-	if w.status == 0 {
-		w.status = s
-	}
-}
-
-func (w *replyRecorder) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.body.Len()+len(p) > w.max {
-		return 0, io.ErrShortBuffer
-	}
-	return w.body.Write(p)
-}
-
-func (w *replyRecorder) Flush() {}
