@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"anet.dev/anet/internal/testkit"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -228,7 +230,7 @@ func TestBudgetIsReadAtScrapeTime(t *testing.T) {
 // A budget that cannot be read costs its own series, not the scrape: the events still
 // show, and the failure is logged.
 func TestBudgetFailureKeepsTheScrape(t *testing.T) {
-	lb := &logBuffer{}
+	lb := &testkit.Buffer{}
 	m := New(Options{Budget: func(context.Context) (*Budget, error) { return nil, errors.New("database is locked") },
 		Log: slog.New(slog.NewTextHandler(lb, nil))})
 	m.Refused("budget")

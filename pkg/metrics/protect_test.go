@@ -1,38 +1,21 @@
 package metrics
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"anet.dev/anet/internal/testkit"
 )
 
-// logBuffer captures slog.Default() for one test.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func captureLog(t *testing.T) *logBuffer {
+// captureLog captures slog.Default() for one test.
+func captureLog(t *testing.T) *testkit.Buffer {
 	t.Helper()
-	lb := &logBuffer{}
+	lb := &testkit.Buffer{}
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(lb, nil)))
 	t.Cleanup(func() { slog.SetDefault(old) })
