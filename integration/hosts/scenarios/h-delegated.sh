@@ -57,8 +57,12 @@ in_service() {
   )
 }
 leaves() { find "$unit" -mindepth 1 -maxdepth 1 -type d -name 'anet-run-*' -printf '%f\n' | sort; }
-# new_leaf BEFORE prints the leaf that is not in the list BEFORE.
+# new_leaf BEFORE prints the leaf that is not in the list BEFORE; has_new_leaf BEFORE says
+# whether there is one (wait_for runs its arguments again each time: a function, so that
+# they are read anew).
 new_leaf() { comm -13 <(echo "$1") <(leaves) | grep . | head -1; }
+has_new_leaf() { [[ -n "$(new_leaf "$1")" ]]; }
+no_leaves() { [[ -z "$(leaves)" ]]; }
 # bwrap_in LEAF prints the pid of the bwrap in LEAF that anet-sandboxd started: the run's
 # first process.
 bwrap_in() {
@@ -71,6 +75,7 @@ bwrap_in() {
   done
 }
 scopes() { as_op systemctl --user list-units --all --plain --no-legend 'anet-run-*.scope' | awk '{print $1}'; }
+has_scope() { [[ -n "$(scopes)" ]]; }
 
 say "a launcher in the unit's subtree chooses it too (anet-sandboxd probe, from anet-service)"
 in_service "$sbx" probe --json >/tmp/p.json || fail "anet-sandboxd probe failed: $(cat /tmp/p.json)"
@@ -82,7 +87,7 @@ say "a run is in its own cgroup from its first instruction, with no systemd scop
 before=$(leaves)
 in_service "$sbx" exec -- /bin/sh -c 'cat /proc/self/cgroup; exec sleep 8' >/tmp/r.out 2>/tmp/r.err &
 job=$!
-wait_for 20 test -n "$(new_leaf "$before")" || fail "no anet-run-* leaf appeared under $unit: $(cat /tmp/r.err)"
+wait_for 20 has_new_leaf "$before" || fail "no anet-run-* leaf appeared under $unit: $(cat /tmp/r.err)"
 leaf=$unit/$(new_leaf "$before")
 wait_for 20 grep -q . /tmp/r.out || fail "the run printed nothing: $(cat /tmp/r.err)"
 say "leaf $leaf: memory.max $(cat "$leaf/memory.max"), memory.swap.max $(cat "$leaf/memory.swap.max" 2>/dev/null || echo -), pids.max $(cat "$leaf/pids.max")"
@@ -109,7 +114,7 @@ grep -q '"limit":"memory_limit"' /tmp/m.outcome || fail "the outcome does not na
 ok "killed: memory_limit"
 
 say "after the runs nothing is left under $unit but anet-service"
-wait_for 10 test -z "$(leaves)" || fail "leaves left: $(leaves | tr '\n' ' ')"
+wait_for 10 no_leaves || fail "leaves left: $(leaves | tr '\n' ' ')"
 left=$(find "$unit" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | grep -vx anet-service || true)
 [[ -z "$left" ]] || fail "left under $unit: $left"
 ok "only anet-service"
@@ -171,13 +176,19 @@ say "probe: $(json_get 'j.get("mechanism","") + ": " + j.get("mechanism_detail",
 [[ "$(json_get 'j.get("mechanism","")' </tmp/p.json)" == "systemd scope" ]] || fail "outside the unit the mechanism is not a systemd scope"
 as_op "$sbx" exec -- /bin/sh -c 'cat /proc/self/cgroup; exec sleep 5' >/tmp/s.out 2>/tmp/s.err &
 job=$!
-wait_for 20 test -n "$(scopes)" || fail "no anet-run-*.scope while the run runs: $(cat /tmp/s.err)"
+wait_for 20 has_scope || fail "no anet-run-*.scope while the run runs: $(cat /tmp/s.err)"
 sc=$(scopes | head -1)
 wait_for 20 grep -q . /tmp/s.out || fail "the run printed nothing: $(cat /tmp/s.err)"
 [[ "$(grep '^0::' /tmp/s.out)" == "0::/" ]] || fail "the scope's run sees '$(cat /tmp/s.out)'"
 say "scope $sc: MemoryMax $(as_op systemctl --user show "$sc" -p MemoryMax --value), TasksMax $(as_op systemctl --user show "$sc" -p TasksMax --value)"
 wait "$job" || fail "the scope's run failed: $(cat /tmp/s.err)"
 ok "run in $sc"
+
+say "launch times, for the record (no aim: a guest's clock, maybe emulated): /bin/true through exec, three each"
+for i in 1 2 3; do
+  timed "exec /bin/true, cgroup v2 delegated (clone3 into the leaf)" in_service "$sbx" exec -- /bin/true || fail "exec /bin/true in the subtree"
+  timed "exec /bin/true, systemd scope (systemd-run per launch)" as_op "$sbx" exec -- /bin/true || fail "exec /bin/true in a scope"
+done
 
 say "a node started by hand under op's user manager (in a scope, as from a terminal): systemd scope, and doctor says why"
 as_op systemctl --user stop anetd
