@@ -58,9 +58,18 @@ func runLaunch(cfg config, rep *report) error {
 	if err != nil {
 		return fmt.Errorf("launcher: %w", err)
 	}
-	if r, err := l.Probe(context.Background()); err != nil || !r.OK {
+	r, err := l.Probe(context.Background())
+	if err != nil || !r.OK {
 		return fmt.Errorf("probe: %+v, %v", r, err)
 	}
+	// The launch's cost depends on the limits mechanism, which is this process's cgroup's:
+	// a systemd scope per launch (systemd-run, D-Bus) costs what a delegated subtree does not.
+	// The delegated v2 launch is measured only where the bench runs inside a unit that
+	// delegates (Delegate=memory pids, as the packaged units), on a cgroup v2 host with a user
+	// manager (the hosts rig's Debian 12 guest is one):
+	//   systemd-run --user --pipe --wait --same-dir -p Delegate=yes -E PATH="$PATH" make bench-compare
+	// The note says which mechanism the numbers are of.
+	rep.note("launch: cgroup limits by %s (%s)", r.Mechanism, r.MechanismDetail)
 	srt := filepath.Join(cfg.anchors, "srt", "node_modules", ".bin", "srt")
 	srtMissing := ""
 	if _, err := os.Stat(srt); err != nil {

@@ -32,9 +32,16 @@ type anchor struct {
 	Missing string `json:"missing,omitempty"`
 }
 
-type report struct{ metrics []metric }
+type report struct {
+	metrics []metric
+	notes   []string // "# " lines under the table: what a number was measured under
+}
 
 func (r *report) add(m metric) { r.metrics = append(r.metrics, m) }
+
+func (r *report) note(format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
 
 func (r *report) print(w io.Writer) {
 	fmt.Fprintf(w, "%-44s %-12s %-58s %-22s %-16s %s\n", "what", "ours", "anchors (same run)", "ratio", "aim", "met")
@@ -70,6 +77,9 @@ func (r *report) print(w io.Writer) {
 				fmt.Fprintf(w, "# %s: %s not measured: %s\n", m.What, a.Name, a.Missing)
 			}
 		}
+	}
+	for _, n := range r.notes {
+		fmt.Fprintf(w, "# %s\n", n)
 	}
 }
 

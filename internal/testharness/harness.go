@@ -31,6 +31,8 @@ const (
 	envBinDir    = "ANET_TEST_BIN_DIR"
 	envCgMemory  = "ANET_TEST_CGROUP_MEMORY"
 	envCgPids    = "ANET_TEST_CGROUP_PIDS"
+	envCgV2      = "ANET_TEST_CGROUP_V2"
+	envCgV2Why   = "ANET_TEST_CGROUP_V2_WHY"
 	envModRoot   = "ANET_TEST_MODULE_ROOT"
 	envPkgSource = "ANET_TEST_PKG_DIR"
 )
@@ -58,6 +60,9 @@ type Options struct {
 	// Cgroup asks, when running as root, for a cgroup v1 memory+pids subtree delegated to the
 	// test user by ownership, with the test process moved into it.
 	Cgroup bool
+	// CgroupV2 asks, when running as root, for a cgroup v2 dir delegated to the test user by
+	// ownership, with the test process moved into it (CgroupV2Dir).
+	CgroupV2 bool
 }
 
 // Binaries is the usual set: the four release binaries and the run init.
@@ -152,6 +157,22 @@ func ModuleRoot() string { return os.Getenv(envModRoot) }
 // process (as root set-up). Tests of the cgroupfs limits path require it and fail loudly
 // without it.
 func CgroupDelegated() bool { return os.Getenv(envCgMemory) != "" && os.Getenv(envCgPids) != "" }
+
+// CgroupV2Dir is the cgroup v2 dir the harness delegated to this process (Options.CgroupV2),
+// which it is in. A test that needs one is skipped, saying why, where the host has no
+// writable cgroup2 hierarchy or the tests do not run through the root side.
+func CgroupV2Dir(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv(envCgV2); dir != "" {
+		return dir
+	}
+	why := os.Getenv(envCgV2Why)
+	if why == "" {
+		why = "the tests did not run as root, so the harness delegated none"
+	}
+	t.Skipf("SKIPPED, NOT RUN: no cgroup v2 dir delegated to the test user: %s", why)
+	return ""
+}
 
 // Unprivileged reports whether the tests run as a non-root user.
 func Unprivileged() bool { return os.Geteuid() != 0 }

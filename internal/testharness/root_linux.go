@@ -86,6 +86,17 @@ func runAsUser(work, binDir, modRoot string, o Options) (int, error) {
 		defer cg.remove()
 		env = append(env, envCgMemory+"="+cg.memory, envCgPids+"="+cg.pids)
 	}
+	var cg2 *cgroupV2
+	if o.CgroupV2 {
+		// Optional: a host without a writable cgroup2 hierarchy runs the other tests, and
+		// the tests that need it say why they cannot run.
+		if cg2, err = delegateCgroupV2(uid, gid); err != nil {
+			env = append(env, envCgV2Why+"="+err.Error())
+		} else {
+			defer cg2.remove()
+			env = append(env, envCgV2+"="+cg2.dir)
+		}
+	}
 
 	// Attack tests hold thousands of connections; the test user inherits the limit, which
 	// only root can raise past its hard value. (The product assumes nothing of it.)
@@ -105,6 +116,13 @@ func runAsUser(work, binDir, modRoot string, o Options) (int, error) {
 	}
 	if cg != nil {
 		if err := cg.adopt(cmd.Process.Pid); err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return 0, err
+		}
+	}
+	if cg2 != nil {
+		if err := cg2.adopt(cmd.Process.Pid); err != nil {
 			cmd.Process.Kill()
 			cmd.Wait()
 			return 0, err
@@ -151,6 +169,11 @@ func ensureUser(name string) (uid, gid int, home string, err error) {
 
 // childSetup runs on the unprivileged side before the tests.
 func childSetup(o Options) error {
+	if dir := os.Getenv(envCgV2); dir != "" {
+		if err := waitFor("cgroup v2 "+dir, func() bool { return inCgroupV2(dir) }); err != nil {
+			return err
+		}
+	}
 	if !o.Cgroup {
 		return nil
 	}
@@ -167,6 +190,19 @@ func childSetup(o Options) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("the test process never entered the delegated cgroup %s", mem)
+}
+
+// waitFor waits for the root side to have moved us (into what): it does so right after
+// starting us.
+func waitFor(what string, in func() bool) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if in() {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("the test process never entered the delegated %s", what)
 }
 
 func inCgroup(dir string) bool {

@@ -96,16 +96,22 @@ func probeFix(c check.Check, s Setup) check.Check {
 	return c
 }
 
+// limitsCheck says whether runs get their cgroup limits (S6), by which mechanism, where (the
+// delegated subtree, the manager) and why no better one was taken (F2: the precise reason).
 func limitsCheck(p *sandbox.ProbeResult, s Setup) check.Check {
 	if p.Limits == sandbox.CgroupFull {
 		how := "each run gets its own cgroup"
 		if p.Mechanism != "" {
 			how = p.Mechanism + ": " + how
 		}
-		return check.Pass("limits", "S6", "full, "+how+" with memory_max and tasks_max")
+		detail := "full, " + how + " with memory_max and tasks_max"
+		if p.MechanismDetail != "" {
+			detail += " (" + p.MechanismDetail + ")"
+		}
+		return check.Pass("limits", "S6", detail)
 	}
 	// Degraded, not failed: every other limit still holds (S6).
-	return check.Check{Name: "limits", Requirement: "S6", OK: true, Code: reasons.NoCgroupLimits, Fix: s.LimitsFix}
+	return check.Check{Name: "limits", Requirement: "S6", OK: true, Code: reasons.NoCgroupLimits, Detail: p.MechanismDetail, Fix: s.LimitsFix}
 }
 
 func agentCheck(v control.DoctorView, s Setup) check.Check {

@@ -74,6 +74,19 @@ func TestNodeChecksWorking(t *testing.T) {
 	if l := byName(NodeChecks(withMech, testSetup()))["node.limits"]; !l.OK || !strings.HasPrefix(l.Detail, "full, systemd scope: ") {
 		t.Errorf("limits by a systemd scope = %+v, want the mechanism named (S6)", l)
 	}
+	// S6, F2: the delegated subtree is named, and so is why a better mechanism was not taken.
+	const subtree = "delegated cgroup v2 subtree /sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/anetd.service"
+	withMech.Probe, _ = json.Marshal(sandbox.ProbeResult{OK: true, Limits: sandbox.CgroupFull, Mechanism: "cgroup v2 delegated", MechanismDetail: subtree,
+		Checks: []check.Check{check.Pass("loopback", "S7", "")}})
+	if l := byName(NodeChecks(withMech, testSetup()))["node.limits"]; !l.OK || !strings.HasPrefix(l.Detail, "full, cgroup v2 delegated: ") || !strings.Contains(l.Detail, "("+subtree+")") {
+		t.Errorf("limits by a delegated subtree = %+v, want the mechanism and the subtree named (S6)", l)
+	}
+	const why = "cgroup v2 not delegated: /sys/fs/cgroup/x is owned by uid 0, not 1000; no systemd user scope: XDG_RUNTIME_DIR is not set"
+	withMech.Probe, _ = json.Marshal(sandbox.ProbeResult{OK: true, Limits: sandbox.CgroupNone, Mechanism: "none", MechanismDetail: why,
+		Warnings: []reasons.Code{reasons.NoCgroupLimits}, Checks: []check.Check{check.Pass("loopback", "S7", "")}})
+	if l := byName(NodeChecks(withMech, testSetup()))["node.limits"]; l.Code != reasons.NoCgroupLimits || l.Detail != why {
+		t.Errorf("limits without a mechanism = %+v, want no_cgroup_limits saying why (F2)", l)
+	}
 	v := workingView(t)
 	v.AgentRuntime = "/opt/node/bin/node 24.21.0"
 	if a := byName(NodeChecks(v, testSetup()))["node.agent"]; !a.OK || !strings.Contains(a.Detail, "runtime /opt/node/bin/node 24.21.0") {

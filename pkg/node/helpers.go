@@ -16,11 +16,14 @@ import (
 var helperEnvBase = helperpath.Env()
 
 // passThrough names the variables copied from anetd's environment when set, per helper, and
-// why. TZ: the budget day and log times follow the node's time zone. SSL_CERT_FILE and
-// SSL_CERT_DIR: the system certificate store may live elsewhere (E11); tests point them at a
-// throw-away CA.
+// why. TZ: the budget day and log times follow the node's time zone. XDG_RUNTIME_DIR and
+// DBUS_SESSION_BUS_ADDRESS: anet-sandboxd finds the user manager by them, to ask it whether
+// the node's unit delegates its cgroup and, for a node started by hand, to put each run in a
+// systemd scope (S6); no run sees them (bwrap starts every run with a cleared environment).
+// SSL_CERT_FILE and SSL_CERT_DIR: the system certificate store may live elsewhere (E11);
+// tests point them at a throw-away CA.
 var passThrough = map[string][]string{
-	"sandboxd": {"TZ"},
+	"sandboxd": {"TZ", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"},
 	"egress":   {"TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"},
 }
 

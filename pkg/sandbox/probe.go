@@ -51,8 +51,11 @@ type ProbeResult struct {
 	// Mechanism says how the limits are enforced, in the operator's words ("cgroup v1
 	// delegated", "cgroup v2 delegated", "systemd scope", "vm guest cgroup", "none"); ""
 	// when the backend does not say.
-	Mechanism string         `json:"mechanism,omitempty"`
-	Warnings  []reasons.Code `json:"warnings,omitempty"`
+	Mechanism string `json:"mechanism,omitempty"`
+	// MechanismDetail says which subtree or manager, and why no better mechanism was taken
+	// (anet doctor shows it); "" when the backend does not say.
+	MechanismDetail string         `json:"mechanism_detail,omitempty"`
+	Warnings        []reasons.Code `json:"warnings,omitempty"`
 	// Shape is what a caller must know of the backend to prepare a run for it.
 	Shape RunShape `json:"shape"`
 	// ConfigHash identifies the sandbox configuration probed; At is when.

@@ -37,7 +37,8 @@ type Config struct {
 	Hostname string
 	// Filters returns the seccomp programs; nil uses pkg/sandbox/seccomp.
 	Filters func() ([][]byte, error)
-	// Limits overrides the detected mechanism (tests); nil detects.
+	// Limits overrides the detected mechanism (tests); nil detects it and sets it up
+	// (SetUpLimits).
 	Limits *Mechanism
 	// Log receives one line per launch; nil discards.
 	Log *slog.Logger
@@ -75,7 +76,7 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Limits != nil {
 		l.mech = *cfg.Limits
 	} else {
-		l.mech = DetectLimits()
+		l.mech = SetUpLimits() // once per backend, that is per helper start: never per launch
 	}
 	return l, nil
 }

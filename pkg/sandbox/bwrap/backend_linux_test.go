@@ -148,7 +148,7 @@ func TestRunBornInItsCgroups(t *testing.T) {
 	}
 	defer r.Wait()
 	defer r.Stop()
-	m := bwrap.DetectLimits()
+	m := bwrap.SetUpLimits()
 	leaves := []string{filepath.Join(m.Memory, "anet-run-"+id), filepath.Join(m.Pids, "anet-run-"+id)}
 	comms := func(leaf string) (map[string]int, bool) {
 		b, err := os.ReadFile(filepath.Join(leaf, "cgroup.procs"))
@@ -254,7 +254,7 @@ func TestFailedStepUndoesTheEarlierOnes(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(root, id)); !os.IsNotExist(err) {
 		t.Errorf("the run's dir is left after the failed start: %v", err)
 	}
-	m := bwrap.DetectLimits()
+	m := bwrap.SetUpLimits()
 	for _, leaf := range []string{filepath.Join(m.Memory, "anet-run-"+id), filepath.Join(m.Pids, "anet-run-"+id)} {
 		if _, err := os.Lstat(leaf); !os.IsNotExist(err) {
 			t.Errorf("the run's cgroup %s is left after the failed start: %v", leaf, err)

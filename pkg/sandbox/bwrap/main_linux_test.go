@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 			{Name: "anet-sandboxd-weak", Pkg: "./cmd/anet-sandboxd", Tags: []string{"anettest"}},
 			testharness.RunInit,
 		},
-		Cgroup: true,
+		Cgroup:   true,
+		CgroupV2: true, // delegated_linux_test.go: the v2 plumbing on a real cgroupfs
 	})
 }
 

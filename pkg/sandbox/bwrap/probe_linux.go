@@ -43,7 +43,9 @@ func (l *Backend) ConfigHash() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	parts := [][]byte{[]byte(bw), []byte(strings.Join(args, "\x00")), []byte(l.mech.Mode)}
+	// The mechanism's dirs too: a kept probe names the subtree its runs were limited in.
+	parts := [][]byte{[]byte(bw), []byte(strings.Join(args, "\x00")), []byte(l.mech.Mode),
+		[]byte(strings.Join([]string{l.mech.V2, l.mech.Memory, l.mech.Pids}, "\x00"))}
 	parts = append(parts, progs...)
 	return sandbox.ConfigHash(parts...), nil
 }
@@ -88,7 +90,7 @@ func (l *Backend) StartProbed(ctx context.Context, p *launch.Plan, stdio sandbox
 	}
 	res := g.Judge(checks)
 	res.Limits, res.Warnings = r.cgroup, warn
-	res.Mechanism = l.mech.Mode.Words()
+	res.Mechanism, res.MechanismDetail = l.mech.Mode.Words(), l.mech.Detail
 	if res.Limits != sandbox.CgroupFull {
 		res.Mechanism = LimitsNone.Words()
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -90,9 +89,11 @@ func (t *fdTable) close() {
 
 // Start implements launch.Backend: it applies p (link-safe dirs, seccomp memfds, cgroup
 // limits), then bwrap → init → agent, so every limit is in place before the agent, or
-// anything it starts, exists: on cgroup v1 bwrap is born in the run's cgroups (startBorn);
-// on v2 and in a systemd scope init waits on its --hold fd until confine has moved it in;
-// init sets the rlimits itself before it starts the agent.
+// anything it starts, exists: bwrap is born in the run's cgroups, on cgroup v1 through the
+// launcher's starting thread (startBorn), on a delegated v2 subtree by clone3 into the
+// leaf (CLONE_INTO_CGROUP), in a systemd scope by systemd-run, which moves itself in before
+// it execs bwrap; there init still waits on its --hold fd until the scope's limits are read
+// back. Init sets the rlimits itself before it starts the agent.
 // The probe gate is the Launcher's (pkg/sandbox/launch), or the run's own (StartProbed).
 func (l *Backend) Start(ctx context.Context, p *launch.Plan, stdio sandbox.Stdio) (launch.Run, error) {
 	return l.StartWall(ctx, p, stdio, Wall{})
@@ -239,10 +240,11 @@ func (r *run) addStatus() error {
 	return nil
 }
 
-// addHold gives init the --hold a run whose cgroups are joined from outside (v2, a systemd
-// scope) waits on until they are; on v1 the run is born in them (startBorn) and needs none.
+// addHold gives init the --hold a run in a systemd scope waits on until the scope's limits
+// are read back (confineAndRelease); a run born in cgroups the launcher made itself, with
+// their limits read back before the start, needs none.
 func (r *run) addHold() error {
-	if r.l.mech.Mode != LimitsV2 && r.l.mech.Mode != LimitsSystemd {
+	if r.l.mech.Mode != LimitsSystemd {
 		return nil
 	}
 	holdChild, hold, err := os.Pipe()
@@ -283,12 +285,17 @@ func (r *run) render() error {
 	return nil
 }
 
-// exec starts bwrap: born in the run's cgroups on v1 (startBorn), else plainly.
+// exec starts bwrap: born in the run's cgroups on v1 (startBorn) and v2 (bornIn), else
+// plainly (systemd-run moves itself into the scope it made).
 func (r *run) exec(stdio sandbox.Stdio) error {
+	env := []string{}
+	if r.l.mech.Mode == LimitsSystemd {
+		env = append(env, r.l.mech.busEnv...) // systemd-run's; bwrap clears it for the run
+	}
 	r.cmd = &exec.Cmd{
 		Path:       r.argv[0],
 		Args:       r.argv,
-		Env:        []string{},
+		Env:        env,
 		Stdin:      stdio.Stdin,
 		Stdout:     stdio.Stdout,
 		Stderr:     r.stderr,
@@ -299,9 +306,12 @@ func (r *run) exec(stdio sandbox.Stdio) error {
 		},
 	}
 	var err error
-	if r.leaf != nil && len(r.leaf.tasks) > 0 {
+	switch {
+	case r.leaf != nil && len(r.leaf.tasks) > 0:
 		r.endBorn, err = startBorn(r.cmd, r.leaf.tasks, r.l.mech.tasks())
-	} else {
+	case r.leaf != nil && r.leaf.fd != nil:
+		err = bornIn(r.cmd, r.leaf.fd)
+	default:
 		err = r.cmd.Start()
 	}
 	if err != nil {
@@ -355,12 +365,10 @@ func (r *run) closeHold() {
 	}
 }
 
-// confine pins the run's pid 1 with a pidfd, for every later signal, and moves it into the
-// run's cgroups when they are joined from outside (cgroup v2): bwrap's child (pid 1 of the
-// run: bwrap, then init) reports its pid, and with all its threads it is moved before its
-// hold is released, so the agent and everything it forks inherit them. On cgroup v1 the run
-// was born in them (startBorn). Init sets the rlimits itself. A child that died meanwhile is
-// not an error here: bwrap reports its own failure.
+// confine pins the run's pid 1 with a pidfd, for every later signal: bwrap's child (pid 1 of
+// the run: bwrap, then init) reports its pid. The run was born in its cgroups (startBorn,
+// bornIn, systemd-run), so nothing is moved. A child that died meanwhile is not an error
+// here: bwrap reports its own failure.
 func (r *run) confine() error {
 	var pid int
 	select {
@@ -390,15 +398,20 @@ func (r *run) confine() error {
 	if f, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil {
 		r.mntNS = f
 	}
-	if r.leaf == nil || len(r.leaf.tasks) > 0 {
-		return nil
-	}
-	for _, p := range r.leaf.procs {
-		if err := os.WriteFile(p, []byte(strconv.Itoa(pid)), 0); err != nil && !gone(err) {
-			return fmt.Errorf("join cgroup %s: %w", p, err)
-		}
-	}
 	return nil
+}
+
+// bornIn starts cmd with its first process cloned straight into the cgroup v2 dir cg (clone3
+// CLONE_INTO_CGROUP, S6): no instruction of it runs outside the run's limits. Nothing else
+// differs from a plain start: bwrap's parent-death signal and --die-with-parent still end
+// the run with the launcher.
+func bornIn(cmd *exec.Cmd, cg *os.File) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = int(cg.Fd())
+	return cmd.Start()
 }
 
 // startBorn starts cmd from a thread that has first joined the run's cgroup v1 leaves (join,
