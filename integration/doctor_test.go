@@ -109,8 +109,16 @@ func TestDoctor(t *testing.T) {
 	if err != nil || !strings.Contains(prof, "profile anet-bwrap /usr/bin/bwrap") || !strings.Contains(prof, "audit deny capability,") {
 		t.Fatalf("--apparmor-profile = %v:\n%s", err, prof)
 	}
-	if after := listFiles(t, b.root); strings.Join(after, "\n") != strings.Join(before, "\n") {
-		t.Fatalf("--apparmor-profile wrote files: before %d, after %d", len(before), len(after))
+	// What the node itself removes meanwhile (the work dirs of doctor's own sandboxed
+	// checks, settled after it answered) is not the printing's doing: only a new path is.
+	had := map[string]bool{}
+	for _, p := range before {
+		had[p] = true
+	}
+	for _, p := range listFiles(t, b.root) {
+		if !had[p] {
+			t.Errorf("--apparmor-profile wrote %s", p)
+		}
 	}
 }
 

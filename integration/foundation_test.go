@@ -61,8 +61,11 @@ func TestHelpersAreSeparateCleanChildren(t *testing.T) {
 	}})
 	n.start()
 	anetd := n.cmd.Process.Pid
+	// anet-sandboxd also gets the user manager's runtime dir (and its bus, when anetd has
+	// one): systemd-run needs them to reach the manager for a run's scope (S6). Neither is a
+	// secret, and bwrap's --clearenv keeps both from the run.
 	want := map[string][]string{
-		"sandboxd": {"LANG", "PATH", "TZ"},
+		"sandboxd": {"LANG", "PATH", "TZ", "XDG_RUNTIME_DIR"},
 		"egress":   {"LANG", "PATH", "TZ"},
 	}
 	dataDir := n.path("data")
