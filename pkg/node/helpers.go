@@ -18,9 +18,11 @@ var helperEnvBase = helperpath.Env()
 // passThrough names the variables copied from anetd's environment when set, per helper, and
 // why. TZ: the budget day and log times follow the node's time zone. SSL_CERT_FILE and
 // SSL_CERT_DIR: the system certificate store may live elsewhere (E11); tests point them at a
-// throw-away CA.
+// throw-away CA. XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS: under a user manager each run's
+// limits are a transient scope of it (S6), which anet-sandboxd reaches by them; they name
+// places, and the runs never see them (bwrap clears the environment).
 var passThrough = map[string][]string{
-	"sandboxd": {"TZ"},
+	"sandboxd": {"TZ", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"},
 	"egress":   {"TZ", "SSL_CERT_FILE", "SSL_CERT_DIR"},
 }
 

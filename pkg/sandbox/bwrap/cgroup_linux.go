@@ -50,12 +50,16 @@ type Mechanism struct {
 	Detail string
 	// V2 is our delegated v2 cgroup dir; Memory and Pids our v1 dirs.
 	V2, Memory, Pids string
+	// Env is, for the systemd mechanism, the environment systemd-run needs to reach the user
+	// manager (XDG_RUNTIME_DIR, DBUS_SESSION_BUS_ADDRESS): a launch's is otherwise empty, and
+	// systemd-run then finds no bus. bwrap clears it before the run (--clearenv).
+	Env []string
 }
 
 // DetectLimits finds the best available mechanism for this process.
 func DetectLimits() Mechanism {
 	if ok, why := systemdUserAvailable(); ok {
-		return Mechanism{Mode: LimitsSystemd, Detail: why}
+		return Mechanism{Mode: LimitsSystemd, Detail: why, Env: userBusEnv(os.Getenv)}
 	}
 	cg, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -137,11 +141,17 @@ func detectCgroupfs(cgroup, mountinfo string, ok func(string) error) Mechanism {
 	}
 	if v2 := dir(""); v2 != "" {
 		ctrls, _ := os.ReadFile(filepath.Join(v2, "cgroup.controllers"))
+		sub, _ := os.ReadFile(filepath.Join(v2, "cgroup.subtree_control"))
 		switch {
 		case !hasWords(string(ctrls), "memory", "pids"):
 			why = append(why, "cgroup v2 "+v2+" lacks the memory and pids controllers")
 		case ok(v2) != nil:
 			why = append(why, fmt.Sprintf("cgroup v2 not delegated: %v", ok(v2)))
+		case !hasWords(string(sub), "memory", "pids"):
+			// A run's cgroup below would have no memory.max or pids.max to write, and they
+			// cannot be enabled for children while this cgroup holds processes (ours): every
+			// start would fail. Without limits the rest of the wall still holds (S6).
+			why = append(why, "cgroup v2 "+v2+" is delegated but does not enable memory and pids for its children (cgroup.subtree_control: "+strings.TrimSpace(string(sub))+")")
 		default:
 			return Mechanism{Mode: LimitsV2, V2: v2, Detail: "delegated cgroup v2 " + v2}
 		}

@@ -2,6 +2,8 @@ package bwrap
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +97,51 @@ func TestClassifyStart(t *testing.T) {
 				t.Fatalf("classifyStart(%q) = %s, want %s", c.msg, got, c.want)
 			}
 		})
+	}
+}
+
+// TestDetectCgroupfsUnifiedNeedsChildControllers (S6): a delegated cgroup v2 whose
+// subtree_control does not enable memory and pids (a unit's cgroup holding the node's own
+// processes, as on a stock Debian 12 with Delegate=memory pids) gives no run cgroup with limits
+// to write, so it is no mechanism, and says why; with them enabled it is the v2 mechanism.
+func TestDetectCgroupfsUnifiedNeedsChildControllers(t *testing.T) {
+	root := t.TempDir()
+	const rel = "/system.slice/anetd@op2.service"
+	dir := filepath.Join(root, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cgroup.controllers", "cpu memory pids\n")
+	write("cgroup.subtree_control", "\n")
+	cg := "0::" + rel + "\n"
+	mi := "30 23 0:26 / " + root + " rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+	yes := func(string) error { return nil }
+	m := detectCgroupfs(cg, mi, yes)
+	if m.Mode != LimitsNone || !strings.Contains(m.Detail, "does not enable memory and pids") {
+		t.Fatalf("subtree_control empty: detectCgroupfs = %+v, want none naming subtree_control", m)
+	}
+	write("cgroup.subtree_control", "memory pids\n")
+	if m := detectCgroupfs(cg, mi, yes); m.Mode != LimitsV2 || m.V2 != dir {
+		t.Fatalf("subtree_control memory pids: detectCgroupfs = %+v, want v2 at %s", m, dir)
+	}
+}
+
+// TestUserBusEnv (S6): systemd-run gets exactly the variables that lead it to the user manager,
+// and only those that are set; a launch's environment is otherwise empty.
+func TestUserBusEnv(t *testing.T) {
+	env := map[string]string{"XDG_RUNTIME_DIR": "/run/user/1000", "HOME": "/home/op", "ANTHROPIC_API_KEY": "k"}
+	got := userBusEnv(func(k string) string { return env[k] })
+	if strings.Join(got, " ") != "XDG_RUNTIME_DIR=/run/user/1000" {
+		t.Fatalf("userBusEnv = %q", got)
+	}
+	env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/run/user/1000/bus"
+	got = userBusEnv(func(k string) string { return env[k] })
+	if strings.Join(got, " ") != "XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus" {
+		t.Fatalf("userBusEnv = %q", got)
 	}
 }

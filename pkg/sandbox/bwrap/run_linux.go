@@ -62,6 +62,11 @@ type run struct {
 	gotExit  bool
 	pidfd    int   // init's pidfd once confined, else -1
 	setupErr error // a failure after the process started (limits not read back)
+	// scope is the run's systemd scope's cgroup dir once its limits were read back (the
+	// systemd mechanism has no leaf of ours); scopeLimit the limit it ran into, read when
+	// init's exit was reported, before systemd removes the scope.
+	scope      string
+	scopeLimit reasons.Code
 }
 
 type leafMade struct {
@@ -285,10 +290,14 @@ func (r *run) render() error {
 
 // exec starts bwrap: born in the run's cgroups on v1 (startBorn), else plainly.
 func (r *run) exec(stdio sandbox.Stdio) error {
+	env := []string{} // never nil: nil would copy the launcher's environment
+	if r.l.mech.Mode == LimitsSystemd {
+		env = append(env, r.l.mech.Env...) // systemd-run's way to the user manager
+	}
 	r.cmd = &exec.Cmd{
 		Path:       r.argv[0],
 		Args:       r.argv,
-		Env:        []string{},
+		Env:        env,
 		Stdin:      stdio.Stdin,
 		Stdout:     stdio.Stdout,
 		Stderr:     r.stderr,
@@ -325,11 +334,14 @@ func (r *run) confineAndRelease() {
 	if r.setupErr == nil && r.l.mech.Mode == LimitsSystemd {
 		// Fail closed: limits that cannot be read back from the run's own cgroup are not
 		// in force, and this run was promised them.
-		if err := systemdReadBack(r.cmd.Process.Pid, r.lim); err != nil {
+		if dir, err := systemdReadBack(r.cmd.Process.Pid, r.lim); err != nil {
 			r.setupErr = err
 			r.Watch.Kill()
 		} else {
 			r.cgroup = sandbox.CgroupFull
+			r.mu.Lock()
+			r.scope = dir
+			r.mu.Unlock()
 		}
 	}
 	if r.setupErr == nil && r.hold != nil {
@@ -472,7 +484,13 @@ func (r *run) readStatus(f *os.File) {
 			if n, err := v.Int64(); err == nil {
 				r.mu.Lock()
 				r.exitCode, r.gotExit = int(n), true
+				scope := r.scope
 				r.mu.Unlock()
+				if hit := scopeHit(scope); hit != "" {
+					r.mu.Lock()
+					r.scopeLimit = hit
+					r.mu.Unlock()
+				}
 			}
 		}
 	}
@@ -530,6 +548,13 @@ func (r *run) finish(waitErr error) {
 	o.Limit = limit
 	if o.Limit == "" {
 		o.Limit = r.leaf.hit()
+	}
+	if o.Limit == "" {
+		// A run in a systemd scope: what was read at init's exit, or the scope now if a
+		// run killed from outside left it standing.
+		if o.Limit = r.scopeLimit; o.Limit == "" {
+			o.Limit = scopeHit(r.scope)
+		}
 	}
 	switch {
 	case r.setupErr != nil:

@@ -40,6 +40,18 @@ func systemdUserAvailable() (bool, string) {
 	return true, "user systemd (" + p + ", " + state + ")"
 }
 
+// userBusEnv is the environment that points systemd-run at the user manager this process
+// would reach: the variables that are set, of XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS.
+func userBusEnv(getenv func(string) string) []string {
+	var env []string
+	for _, k := range []string{"XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS"} {
+		if v := getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
 // userManagerUp reports whether an is-system-running state means the manager can start units.
 func userManagerUp(state string) bool {
 	switch state {
