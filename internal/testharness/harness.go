@@ -33,6 +33,7 @@ const (
 	envCgPids    = "ANET_TEST_CGROUP_PIDS"
 	envModRoot   = "ANET_TEST_MODULE_ROOT"
 	envPkgSource = "ANET_TEST_PKG_DIR"
+	envPrepared  = "ANET_TEST_PREPARED_DIR"
 )
 
 // Build names one program to build before the tests run.
@@ -58,6 +59,15 @@ type Options struct {
 	// Cgroup asks, when running as root, for a cgroup v1 memory+pids subtree delegated to the
 	// test user by ownership, with the test process moved into it.
 	Cgroup bool
+	// Groups are supplementary groups, by name, that the tests run with when root drops to
+	// the test user (kvm, for a test that boots a guest on /dev/kvm). A group this host does
+	// not have is left out: the test then sees the device as any user would.
+	Groups []string
+	// Prepare, when set, runs once on the invoking side after Builds, before any drop to the
+	// test user, with an empty directory the tests then find as PreparedDir: for artefacts
+	// whose build needs the invoking user's caches (the distribution packages, whose nfpm
+	// comes through the Go module proxy).
+	Prepare func(dir string) error
 }
 
 // Binaries is the usual set: the four release binaries and the run init.
@@ -98,6 +108,18 @@ func run(m *testing.M, o Options) int {
 		fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
 		return 2
 	}
+	if o.Prepare != nil {
+		dir := filepath.Join(work, "prepared")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
+			return 2
+		}
+		if err := o.Prepare(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "testharness: prepare: %v\n", err)
+			return 2
+		}
+		os.Setenv(envPrepared, dir)
+	}
 	if os.Geteuid() != 0 || fuzzing(os.Args[1:]) {
 		os.Setenv(envBinDir, binDir)
 		os.Setenv(envModRoot, root)
@@ -137,6 +159,9 @@ func Bin(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// PreparedDir is the directory Options.Prepare filled; "" when there was no Prepare.
+func PreparedDir() string { return os.Getenv(envPrepared) }
 
 // ModuleRoot is the source tree's root (read-only for the tests).
 func ModuleRoot() string { return os.Getenv(envModRoot) }
