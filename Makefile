@@ -20,7 +20,7 @@ TESTTAGS := anettest
 # Integration tests run the real binaries as an unprivileged user; give them room.
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build run test unit integration lint bench bench-compare clean demo dist-darwin macos-check deps fuzz fuzz-smoke first-build-note
+.PHONY: all build run test unit integration host-test lint bench bench-compare clean demo dist-darwin macos-check deps fuzz fuzz-smoke first-build-note
 
 all: build
 
@@ -84,10 +84,21 @@ unit:
 	@mkdir -p $(ARTIFACTS) && chmod 1777 $(ARTIFACTS)
 	ANET_ARTIFACTS=$(ARTIFACTS) $(GO) test $(TESTFLAGS) -tags $(TESTTAGS) $$($(GO) list ./... | grep -v /integration)
 
+# integration/hosts (the hosts rig) is not part of integration: it boots a Debian 12 guest
+# and runs after the others, as host-test.
 integration: build
-	$(GO) test $(TESTFLAGS) -tags $(TESTTAGS) ./integration/...
+	$(GO) test $(TESTFLAGS) -tags $(TESTTAGS) $$($(GO) list -tags $(TESTTAGS) ./integration/... | grep -v /integration/hosts)
 
-test: test-deps lint build unit integration fuzz-smoke
+# The hosts rig (integration/hosts, README "Hosts rig"): the node's real .deb installed and its
+# real units running in a stock Debian 12 booted under QEMU (KVM where /dev/kvm is usable,
+# else TCG), every scenario of integration/hosts/scenarios in one boot. SCENARIO=c-boundaries
+# runs that one alone. The image is built once by scripts/deps.sh (root).
+SCENARIO ?=
+host-test:
+	@bash scripts/deps.sh ensure hosts
+	ANET_HOSTS_SCENARIO='$(SCENARIO)' $(GO) test $(TESTFLAGS) -tags $(TESTTAGS) -v -run 'TestHosts' ./integration/hosts/
+
+test: test-deps lint build unit integration host-test fuzz-smoke
 
 .PHONY: test-deps
 test-deps:
@@ -148,12 +159,16 @@ package-bin:
 	sh packaging/check-elf.sh $(addprefix $(PKGBIN)/,$(CMDS) anet-runinit)
 
 # The changelog, the copyright file and the compressed man pages are generated into
-# PKGSTAGE; nfpm.yaml reads PKGBIN and PKGSTAGE from the environment.
-package: package-bin
+# PKGSTAGE; nfpm.yaml reads PKGBIN and PKGSTAGE from the environment. make package-deb builds
+# the .deb alone (the hosts rig installs it in its guest).
+package: package-deb
+	PKGVERSION='$(PKGVERSION)' PKGBIN='$(PKGBIN)' PKGSTAGE='$(PKGSTAGE)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target '$(DIST)/anet-$(PKGVERSION)-1.x86_64.rpm'
+
+.PHONY: package-deb
+package-deb: package-bin
 	rm -rf $(PKGSTAGE)
 	$(GO) run ./packaging/pkgmeta stage -out $(PKGSTAGE) -version '$(PKGVERSION)'
 	PKGVERSION='$(PKGVERSION)' PKGBIN='$(PKGBIN)' PKGSTAGE='$(PKGSTAGE)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target '$(DIST)/anet_$(PKGVERSION)-1_amd64.deb'
-	PKGVERSION='$(PKGVERSION)' PKGBIN='$(PKGBIN)' PKGSTAGE='$(PKGSTAGE)' $(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager rpm --target '$(DIST)/anet-$(PKGVERSION)-1.x86_64.rpm'
 
 # macOS (M1): one tarball per Mac architecture, laid out for a prefix such as /usr/local:
 # bin/ (anet, anetd), libexec/anet/ (the helpers, where anetd looks for them), the man pages,

@@ -8,7 +8,8 @@
 #   deps.sh ensure SET    check; install what is missing (root on Debian) or say how
 #   deps.sh install SET   install SET whatever check says (the apt packages are idempotent)
 #
-# SET is run (bubblewrap for the sandbox), demo (the same) or test (everything make test uses).
+# SET is run (bubblewrap for the sandbox), demo (the same), test (everything make test uses)
+# or hosts (only the hosts rig: its image and what builds and boots it; test includes it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,20 +27,34 @@ run_pkgs=(bubblewrap ca-certificates)
 # them, compare versions, install the .deb into a throw-away root and check the binaries'
 # hardening (C4). qemu-system-x86, xz-utils: the vm tier's tests (V1). nodejs, npm: the real
 # agent CLIs the integration tests run in the sandbox. chromium: the dashboard's test drives
-# it headless, to prove peers' text stays inert in a real browser (U1).
+# it headless, to prove peers' text stays inert in a real browser (U1). debootstrap, e2fsprogs:
+# the hosts rig's guest image (below).
+hosts_pkgs=(debootstrap e2fsprogs qemu-system-x86)
 test_pkgs=("${run_pkgs[@]}" make git groff-base man-db zsh fish systemd socat curl python3
-  dpkg lintian rpm rpm2cpio cpio rpmlint binutils qemu-system-x86 xz-utils chromium)
+  dpkg lintian rpm rpm2cpio cpio rpmlint binutils qemu-system-x86 xz-utils chromium debootstrap e2fsprogs)
 
 # Where the vm tests find Debian's plain kernel package (pkg/sandbox/vm/guestimage reads it
 # from here, not from apt's archive dir, which apt cleans). Download only: the host's kernel
 # is not touched.
 kernel_cache=/var/cache/anet
 
+# The hosts rig (integration/hosts) boots a stock Debian 12 built from Debian's packages by
+# scripts/hosts-image.sh into hosts_dir. Building it needs root (debootstrap), so it is made
+# here, once: the key beside the image is the hash of the build script, which holds the
+# package list, and a changed script builds a new image.
+hosts_dir=$kernel_cache/hosts
+hosts_key() { sha256sum scripts/hosts-image.sh | cut -d' ' -f1; }
+hosts_present() {
+  [[ -f $hosts_dir/bookworm.img && -f $hosts_dir/vmlinuz && -f $hosts_dir/initrd.img ]] &&
+    [[ "$(cat "$hosts_dir/bookworm.key" 2>/dev/null)" == "$(hosts_key)" ]]
+}
+
 case "$set_" in
 run | demo) pkgs=("${run_pkgs[@]}") ;;
 test) pkgs=("${test_pkgs[@]}") ;;
+hosts) pkgs=("${hosts_pkgs[@]}") ;;
 *)
-  echo "deps: unknown set $set_ (want run, demo or test)" >&2
+  echo "deps: unknown set $set_ (want run, demo, test or hosts)" >&2
   exit 2
   ;;
 esac
@@ -86,6 +101,9 @@ check() {
     command -v node >/dev/null || { echo "nodejs and npm (Debian packages)"; miss=1; }
     agents_present || { echo "the pinned agent CLIs under ${ANET_TEST_AGENTS_DIR:-/opt/anet-test-agents}"; miss=1; }
   fi
+  if [[ "$set_" == test || "$set_" == hosts ]]; then
+    hosts_present || { echo "the hosts rig's Debian 12 image in $hosts_dir (built by scripts/hosts-image.sh)"; miss=1; }
+  fi
   return $miss
 }
 
@@ -101,6 +119,8 @@ install() {
     echo "deps: installing needs root; run this, then the make command again:" >&2
     if [[ "$set_" == test ]]; then
       echo "  sudo make deps" >&2
+    elif [[ "$set_" == hosts ]]; then
+      echo "  sudo bash scripts/deps.sh install hosts" >&2
     else
       echo "  sudo apt-get install -y $(missing_pkgs | tr '\n' ' ')" >&2
     fi
@@ -125,6 +145,9 @@ install() {
     fi
     bash .ci/npm-agents.sh </dev/null
   fi
+  if [[ "$set_" == test || "$set_" == hosts ]] && ! hosts_present; then
+    bash scripts/hosts-image.sh "$hosts_dir" "$(hosts_key)" </dev/null
+  fi
 }
 
 case "$mode" in
@@ -147,7 +170,7 @@ ensure)
   ;;
 install) install ;;
 *)
-  echo "usage: deps.sh check|ensure|install run|demo|test" >&2
+  echo "usage: deps.sh check|ensure|install run|demo|test|hosts" >&2
   exit 2
   ;;
 esac

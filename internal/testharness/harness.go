@@ -35,6 +35,7 @@ const (
 	envCgV2Why   = "ANET_TEST_CGROUP_V2_WHY"
 	envModRoot   = "ANET_TEST_MODULE_ROOT"
 	envPkgSource = "ANET_TEST_PKG_DIR"
+	envPrepared  = "ANET_TEST_PREPARED_DIR"
 )
 
 // Build names one program to build before the tests run.
@@ -63,6 +64,15 @@ type Options struct {
 	// CgroupV2 asks, when running as root, for a cgroup v2 dir delegated to the test user by
 	// ownership, with the test process moved into it (CgroupV2Dir).
 	CgroupV2 bool
+	// Groups are supplementary groups, by name, that the tests run with when root drops to
+	// the test user (kvm, for a test that boots a guest on /dev/kvm). A group this host does
+	// not have is left out: the test then sees the device as any user would.
+	Groups []string
+	// Prepare, when set, runs once on the invoking side after Builds, before any drop to the
+	// test user, with an empty directory the tests then find as PreparedDir: for artefacts
+	// whose build needs the invoking user's caches (the distribution packages, whose nfpm
+	// comes through the Go module proxy).
+	Prepare func(dir string) error
 }
 
 // Binaries is the usual set: the four release binaries and the run init.
@@ -110,6 +120,18 @@ func run(m *testing.M, o Options) int {
 		fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
 		return 2
 	}
+	if o.Prepare != nil {
+		dir := filepath.Join(work, "prepared")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "testharness: %v\n", err)
+			return 2
+		}
+		if err := o.Prepare(dir); err != nil {
+			fmt.Fprintf(os.Stderr, "testharness: prepare: %v\n", err)
+			return 2
+		}
+		os.Setenv(envPrepared, dir)
+	}
 	if os.Geteuid() != 0 || fuzzing(os.Args[1:]) {
 		os.Setenv(envBinDir, binDir)
 		os.Setenv(envModRoot, root)
@@ -149,6 +171,9 @@ func Bin(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// PreparedDir is the directory Options.Prepare filled; "" when there was no Prepare.
+func PreparedDir() string { return os.Getenv(envPrepared) }
 
 // ModuleRoot is the source tree's root (read-only for the tests).
 func ModuleRoot() string { return os.Getenv(envModRoot) }

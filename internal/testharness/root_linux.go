@@ -72,6 +72,9 @@ func runAsUser(work, binDir, modRoot string, o Options) (int, error) {
 		envModRoot + "=" + modRoot,
 		envPkgSource + "=" + cwd,
 	}
+	if d := os.Getenv(envPrepared); d != "" {
+		env = append(env, envPrepared+"="+d)
+	}
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "ANET_") || strings.HasPrefix(kv, "GOTRACEBACK=") || strings.HasPrefix(kv, "CI=") {
 			env = append(env, kv)
@@ -107,8 +110,9 @@ func runAsUser(work, binDir, modRoot string, o Options) (int, error) {
 	cmd.Dir = pkgCopy
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	groups := supplementaryGroups(o.Groups)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}},
+		Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: groups},
 		Pdeathsig:  syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
@@ -137,6 +141,24 @@ func runAsUser(work, binDir, modRoot string, o Options) (int, error) {
 		return 0, err
 	}
 	return 0, nil
+}
+
+// supplementaryGroups are the ids of the named groups this host has: the test user gets them
+// for the test run only (the credential of the process started here), and /etc/group is not
+// changed.
+func supplementaryGroups(names []string) []uint32 {
+	ids := []uint32{}
+	for _, n := range names {
+		g, err := user.LookupGroup(n)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testharness: no group %s on this host: the tests run without it\n", n)
+			continue
+		}
+		if id, err := strconv.Atoi(g.Gid); err == nil {
+			ids = append(ids, uint32(id))
+		}
+	}
+	return ids
 }
 
 // childArgs drops flags that name files in root's private build directory.

@@ -61,6 +61,11 @@ type run struct {
 	gotExit  bool
 	pidfd    int   // init's pidfd once confined, else -1
 	setupErr error // a failure after the process started (limits not read back)
+	// scope is the run's systemd scope's cgroup dir once its limits were read back (the
+	// systemd mechanism has no leaf of ours); scopeLimit the limit it ran into, read when
+	// init's exit was reported, before systemd removes the scope.
+	scope      string
+	scopeLimit reasons.Code
 }
 
 type leafMade struct {
@@ -335,11 +340,14 @@ func (r *run) confineAndRelease() {
 	if r.setupErr == nil && r.l.mech.Mode == LimitsSystemd {
 		// Fail closed: limits that cannot be read back from the run's own cgroup are not
 		// in force, and this run was promised them.
-		if err := systemdReadBack(r.cmd.Process.Pid, r.lim); err != nil {
+		if dir, err := systemdReadBack(r.cmd.Process.Pid, r.lim); err != nil {
 			r.setupErr = err
 			r.Watch.Kill()
 		} else {
 			r.cgroup = sandbox.CgroupFull
+			r.mu.Lock()
+			r.scope = dir
+			r.mu.Unlock()
 		}
 	}
 	if r.setupErr == nil && r.hold != nil {
@@ -485,7 +493,13 @@ func (r *run) readStatus(f *os.File) {
 			if n, err := v.Int64(); err == nil {
 				r.mu.Lock()
 				r.exitCode, r.gotExit = int(n), true
+				scope := r.scope
 				r.mu.Unlock()
+				if hit := scopeHit(scope); hit != "" {
+					r.mu.Lock()
+					r.scopeLimit = hit
+					r.mu.Unlock()
+				}
 			}
 		}
 	}
@@ -543,6 +557,13 @@ func (r *run) finish(waitErr error) {
 	o.Limit = limit
 	if o.Limit == "" {
 		o.Limit = r.leaf.hit()
+	}
+	if o.Limit == "" {
+		// A run in a systemd scope: what was read at init's exit, or the scope now if a run
+		// killed from outside left it standing.
+		if o.Limit = r.scopeLimit; o.Limit == "" {
+			o.Limit = scopeHit(r.scope)
+		}
 	}
 	switch {
 	case r.setupErr != nil:

@@ -6,15 +6,17 @@ import (
 	"path/filepath"
 	"strings"
 
+	"anet.dev/anet/pkg/reasons"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
 
-// systemdReadBack reads the limits from the scope's own cgroup (v2, which user systemd uses).
-func systemdReadBack(pid int, lim sandbox.Limits) error {
+// systemdReadBack reads the limits from the scope's own cgroup (v2, which user systemd uses)
+// and returns that cgroup's directory, where the run's limit events are read.
+func systemdReadBack(pid int, lim sandbox.Limits) (string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
-		return fmt.Errorf("systemd read back: %w", err)
+		return "", fmt.Errorf("systemd read back: %w", err)
 	}
 	var path string
 	for _, line := range strings.Split(string(b), "\n") {
@@ -23,7 +25,7 @@ func systemdReadBack(pid int, lim sandbox.Limits) error {
 		}
 	}
 	if path == "" {
-		return fmt.Errorf("systemd read back: pid %d has no cgroup v2 path", pid)
+		return "", fmt.Errorf("systemd read back: pid %d has no cgroup v2 path", pid)
 	}
 	for _, base := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		dir := filepath.Join(base, path)
@@ -33,9 +35,19 @@ func systemdReadBack(pid int, lim sandbox.Limits) error {
 			continue
 		}
 		if mem != (lim.Memory+4095)&^4095 && mem != lim.Memory || tasks != lim.Tasks {
-			return fmt.Errorf("systemd read back %s: memory.max=%d pids.max=%d, want %d and %d", dir, mem, tasks, lim.Memory, lim.Tasks)
+			return "", fmt.Errorf("systemd read back %s: memory.max=%d pids.max=%d, want %d and %d", dir, mem, tasks, lim.Memory, lim.Tasks)
 		}
-		return nil
+		return dir, nil
 	}
-	return fmt.Errorf("systemd read back: no memory.max/pids.max for %s", path)
+	return "", fmt.Errorf("systemd read back: no memory.max/pids.max for %s", path)
+}
+
+// scopeHit says which limit a run in the systemd scope dir ran into, if any. The scope is
+// systemd's and goes (with its event counters) once its last process has exited, so it is
+// read while bwrap, which holds it open, still runs: when bwrap reports init's exit.
+func scopeHit(dir string) reasons.Code {
+	if dir == "" {
+		return ""
+	}
+	return launch.LimitHit(filepath.Join(dir, "memory.events"), filepath.Join(dir, "pids.events"))
 }

@@ -107,6 +107,10 @@ func SystemdScopeArgs(systemdRun, id string, lim sandbox.Limits, rest []string) 
 		"-p", "MemoryMax=" + strconv.FormatInt(lim.Memory, 10),
 		"-p", "MemorySwapMax=0",
 		"-p", "TasksMax=" + strconv.FormatInt(lim.Tasks, 10),
+		// The kernel's OOM kill of one process is the memory limit's whole effect, as in a
+		// cgroup of ours: the default policy (stop) would also TERM bwrap and init, so the
+		// run would end with no exit status and no memory_limit to report.
+		"-p", "OOMPolicy=continue",
 		"--",
 	}
 	return append(a, rest...)

@@ -1,0 +1,162 @@
+//go:build anettest
+
+package hosts
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// guest is one finished boot of the rig's guest.
+type guest struct {
+	accelNote   string        // which accelerator ran it, and why
+	boot, total time.Duration // QEMU's start to run.sh's start; to QEMU's exit
+	console     string        // the serial console's file
+}
+
+// The console lines that mark the guest's progress (the kernel's banner; the rig unit's).
+const (
+	markKernel  = "Linux version"
+	markRig     = "anet-rig: share mounted"
+	markNoShare = "anet-rig: cannot mount"
+)
+
+// Timeouts: the whole run under each accelerator (ANET_HOSTS_TIMEOUT overrides), and how long
+// KVM may take to print the kernel's banner before it counts as unusable here (a nested host
+// whose /dev/kvm opens but whose guests never start: then the run goes to TCG).
+var (
+	runTimeout    = map[string]time.Duration{"kvm": 10 * time.Minute, "tcg": 22 * time.Minute}
+	kvmBannerWait = 20 * time.Second
+)
+
+// bootGuest boots the image with the share at /rig and waits for the guest to power off:
+// under KVM where /dev/kvm opens and a kernel starts on it, else under TCG (ANET_HOSTS_ACCEL
+// forces one). The image stays pristine (-snapshot); the guest has no network device.
+func bootGuest(t *testing.T, share, console string) guest {
+	t.Helper()
+	qemu, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Fatalf("qemu-system-x86_64: %v (bash scripts/deps.sh ensure hosts installs it)", err)
+	}
+	accels := []string{"tcg"}
+	note := ""
+	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
+		f.Close()
+		accels = []string{"kvm", "tcg"}
+	} else {
+		note = "no usable /dev/kvm (" + err.Error() + ")"
+	}
+	if a := os.Getenv("ANET_HOSTS_ACCEL"); a != "" {
+		if a != "kvm" && a != "tcg" {
+			t.Fatalf("ANET_HOSTS_ACCEL=%s: want kvm or tcg", a)
+		}
+		accels, note = []string{a}, "forced by ANET_HOSTS_ACCEL"
+	}
+	for i, accel := range accels {
+		timeout := runTimeout[accel]
+		if s := os.Getenv("ANET_HOSTS_TIMEOUT"); s != "" {
+			if timeout, err = time.ParseDuration(s); err != nil {
+				t.Fatalf("ANET_HOSTS_TIMEOUT: %v", err)
+			}
+		}
+		g, fallback, err := runQEMU(t, qemu, accel, share, console, timeout, i < len(accels)-1)
+		if fallback != "" {
+			t.Logf("hosts rig: %s", fallback)
+			note = fallback
+			os.Rename(console, console+"."+accel)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("hosts rig: the guest under %s: %v\n--- the console's tail (all: %s):\n%s", accel, err, console, readTail(console, 80))
+		}
+		g.accelNote = strings.ToUpper(accel)
+		if note != "" {
+			g.accelNote += " (" + note + ")"
+		}
+		return g
+	}
+	t.Fatal("hosts rig: no accelerator booted the guest")
+	return guest{}
+}
+
+// runQEMU runs one boot. fallback is set (and err nil) when a KVM guest never printed the
+// kernel's banner and another accelerator may be tried.
+func runQEMU(t *testing.T, qemu, accel, share, console string, timeout time.Duration, mayFallBack bool) (g guest, fallback string, err error) {
+	t.Helper()
+	dir := filepath.Join(imageDir)
+	// -cpu max is everything the accelerator can give; arch-capabilities is left out because
+	// QEMU 7.2 asserts on a KVM host (a nested one) that refuses to set that MSR.
+	args := []string{
+		"-machine", "q35,accel=" + accel, "-cpu", "max,-arch-capabilities",
+		"-m", "3072", "-smp", "2", "-nographic", "-nic", "none", "-snapshot", "-no-reboot",
+		"-kernel", filepath.Join(dir, "vmlinuz"), "-initrd", filepath.Join(dir, "initrd.img"),
+		"-append", "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1",
+		"-drive", "file=" + filepath.Join(dir, "bookworm.img") + ",if=virtio,format=raw",
+		"-virtfs", "local,path=" + share + ",mount_tag=rig,security_model=none,id=rig",
+	}
+	con, err := os.Create(console)
+	if err != nil {
+		return g, "", err
+	}
+	defer con.Close()
+	cmd := exec.Command(qemu, args...)
+	cmd.Stdout, cmd.Stderr = con, con
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return g, "", fmt.Errorf("start %s: %w", qemu, err)
+	}
+	t.Logf("hosts rig: booting the guest under %s (timeout %s): %s %s", strings.ToUpper(accel), timeout, qemu, strings.Join(args, " "))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	var sawKernel, sawRig bool
+	for {
+		select {
+		case err := <-done:
+			g.total = time.Since(start)
+			g.console = console
+			if err != nil {
+				return g, "", fmt.Errorf("QEMU: %w", err)
+			}
+			if !sawRig {
+				return g, "", fmt.Errorf("the guest powered off without starting the rig")
+			}
+			if _, err := os.Stat(filepath.Join(share, "out", "done")); err != nil {
+				return g, "", fmt.Errorf("run.sh did not finish (no out/done)")
+			}
+			return g, "", nil
+		case <-deadline:
+			cmd.Process.Kill()
+			<-done
+			return g, "", fmt.Errorf("no power-off within %s: QEMU killed", timeout)
+		case <-tick.C:
+			b, _ := os.ReadFile(console)
+			if !sawKernel && bytes.Contains(b, []byte(markKernel)) {
+				sawKernel = true
+			}
+			if !sawRig && bytes.Contains(b, []byte(markRig)) {
+				sawRig, g.boot = true, time.Since(start)
+			}
+			if bytes.Contains(b, []byte(markNoShare)) {
+				cmd.Process.Kill()
+				<-done
+				return g, "", fmt.Errorf("the guest could not mount the share")
+			}
+			if accel == "kvm" && mayFallBack && !sawKernel && time.Since(start) > kvmBannerWait {
+				cmd.Process.Kill()
+				<-done
+				return g, fmt.Sprintf("KVM: /dev/kvm opens but no guest kernel started on it within %s; using TCG", kvmBannerWait), nil
+			}
+		}
+	}
+}

@@ -1,0 +1,171 @@
+//go:build anettest
+
+package hosts
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"anet.dev/anet/internal/testharness"
+)
+
+// TestHosts boots the guest once and runs every scenario in it, then reports each scenario as
+// a subtest from what it left in the share (C4, S1–S8, L1, U3, F1, F2): out/NAME.rc is the
+// result, out/NAME.log what it printed, out/NAME.journal the guest's journal while it ran.
+// ANET_HOSTS_SCENARIO=NAME runs that scenario alone.
+func TestHosts(t *testing.T) {
+	names := scenarios(t)
+	logs := logDir(t)
+	share := filepath.Join(logs, "share")
+	prepareShare(t, share, names)
+	t.Logf("hosts rig: scenarios %s; logs in %s", strings.Join(names, " "), logs)
+
+	g := bootGuest(t, share, filepath.Join(logs, "console.log"))
+	t.Logf("hosts rig: %s; boot to the rig %s, whole run %s", g.accelNote, g.boot.Round(100*time.Millisecond), g.total.Round(100*time.Millisecond))
+	if b, err := os.ReadFile(filepath.Join(share, "out", "guest.txt")); err == nil {
+		t.Logf("hosts rig: guest:\n%s", strings.TrimSpace(string(b)))
+	}
+	out := filepath.Join(share, "out")
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			log := readTail(filepath.Join(out, name+".log"), 0)
+			for _, line := range strings.Split(log, "\n") {
+				if strings.HasPrefix(line, "rig: time:") || strings.HasPrefix(line, "rig: scenario ") {
+					t.Log(strings.TrimPrefix(line, "rig: "))
+				}
+			}
+			rcText, err := os.ReadFile(filepath.Join(out, name+".rc"))
+			if err != nil {
+				t.Fatalf("scenario %s did not finish: the guest stopped before it wrote %s.rc\n--- its log:\n%s\n--- the console's tail (all: %s):\n%s",
+					name, name, log, g.console, readTail(g.console, 60))
+			}
+			rc, err := strconv.Atoi(strings.TrimSpace(string(rcText)))
+			if err != nil {
+				t.Fatalf("scenario %s: exit status %q: %v", name, rcText, err)
+			}
+			if rc != 0 {
+				jpath := filepath.Join(out, name+".journal")
+				t.Fatalf("scenario %s failed (exit %d)\n--- its log (%s):\n%s\n--- the guest's journal while it ran, last 80 lines (all: %s; the boot's tail: %s):\n%s",
+					name, rc, filepath.Join(out, name+".log"), log, jpath, filepath.Join(out, "journal.log"), readTail(jpath, 80))
+			}
+		})
+	}
+}
+
+// scenarios are the scenario names (scenarios/*.sh, in name order: the order run.sh runs
+// them), or the one ANET_HOSTS_SCENARIO names.
+func scenarios(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("scenarios", "*.sh"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios/*.sh beside the test (%v)", err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".sh"))
+	}
+	slices.Sort(names)
+	if one := os.Getenv(envScenario); one != "" {
+		if !slices.Contains(names, one) {
+			t.Fatalf("%s=%s: no such scenario; there are %s", envScenario, one, strings.Join(names, " "))
+		}
+		return []string{one}
+	}
+	return names
+}
+
+// envScenario picks one scenario (make host-test SCENARIO=NAME sets it).
+const envScenario = "ANET_HOSTS_SCENARIO"
+
+// logDir is where a run's share, console and results stay after the test, for a look:
+// ANET_HOSTS_LOGS, or /tmp/anet-hosts-USER. Each run starts it afresh.
+func logDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("ANET_HOSTS_LOGS")
+	if dir == "" {
+		name := strconv.Itoa(os.Getuid())
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+		dir = filepath.Join("/tmp", "anet-hosts-"+name)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatalf("clear the log dir: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("log dir: %v", err)
+	}
+	return dir
+}
+
+// prepareShare lays out what the guest mounts at /rig: run.sh and lib.sh, the scenarios, the
+// two packages, rig.env (what run.sh reads) and an empty out/.
+func prepareShare(t *testing.T, share string, names []string) {
+	t.Helper()
+	prep := testharness.PreparedDir()
+	if prep == "" {
+		t.Fatal("the packages were not built (testharness.Options.Prepare did not run)")
+	}
+	vb, err := os.ReadFile(filepath.Join(prep, versionFile))
+	if err != nil {
+		t.Fatalf("the package version: %v", err)
+	}
+	v := strings.TrimSpace(string(vb))
+	for _, d := range []string{"scenarios", "debs", "out"} {
+		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyInto(t, "run.sh", filepath.Join(share, "run.sh"))
+	copyInto(t, "lib.sh", filepath.Join(share, "lib.sh"))
+	files, _ := filepath.Glob(filepath.Join("scenarios", "*.sh"))
+	for _, f := range files {
+		copyInto(t, f, filepath.Join(share, "scenarios", filepath.Base(f)))
+	}
+	for _, pv := range []string{v, v + upgradeSuffix} {
+		copyInto(t, filepath.Join(prep, debDir, debName(pv)), filepath.Join(share, "debs", debName(pv)))
+	}
+	one := ""
+	if len(names) == 1 {
+		one = os.Getenv(envScenario)
+	}
+	env := fmt.Sprintf("ANET_RIG_SCENARIO=%s\nANET_RIG_DEB=%s\nANET_RIG_DEB_UPGRADE=%s\nANET_RIG_VERSION=%s\nANET_RIG_UPGRADE_VERSION=%s\n",
+		shq(one), shq(debName(v)), shq(debName(v+upgradeSuffix)), shq(v), shq(v+upgradeSuffix))
+	if err := os.WriteFile(filepath.Join(share, "rig.env"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shq quotes s for a shell's single quotes.
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func copyInto(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("share: %v", err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatalf("share: %v", err)
+	}
+}
+
+// readTail is the last n lines of a file (all with n 0), or what went wrong reading it.
+func readTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if n > 0 && len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
