@@ -130,8 +130,8 @@ func TestSystemdScopeArgs(t *testing.T) {
 		lim  sandbox.Limits
 		want string
 	}{
-		{"defaults", sandbox.Limits{}, "/usr/bin/systemd-run --user --scope --quiet --collect --unit=anet-run-r1.scope --description=anet sandboxed run r1 -p MemoryMax=2147483648 -p MemorySwapMax=0 -p TasksMax=256 -- enter x"},
-		{"small", sandbox.Limits{Memory: 64 << 20, Tasks: 16, WallClock: time.Minute}, "/usr/bin/systemd-run --user --scope --quiet --collect --unit=anet-run-r1.scope --description=anet sandboxed run r1 -p MemoryMax=67108864 -p MemorySwapMax=0 -p TasksMax=16 -- enter x"},
+		{"defaults", sandbox.Limits{}, "/usr/bin/systemd-run --user --scope --quiet --collect --unit=anet-run-r1.scope --description=anet sandboxed run r1 -p MemoryMax=2147483648 -p MemorySwapMax=0 -p TasksMax=256 -p OOMPolicy=continue -- enter x"},
+		{"small", sandbox.Limits{Memory: 64 << 20, Tasks: 16, WallClock: time.Minute}, "/usr/bin/systemd-run --user --scope --quiet --collect --unit=anet-run-r1.scope --description=anet sandboxed run r1 -p MemoryMax=67108864 -p MemorySwapMax=0 -p TasksMax=16 -p OOMPolicy=continue -- enter x"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
