@@ -1,10 +1,11 @@
-//go:build anettest
+//go:build anettest && linux
 
-// Package hosts is the hosts rig: the node's release .deb installed, and its real systemd
-// units running, on the host operators run (C4): a stock Debian 12 with systemd as pid 1, the
-// unified cgroup v2 hierarchy and a lingering user whose user manager runs, booted under QEMU
-// from an image built of Debian's own packages (scripts/hosts-image.sh, by scripts/deps.sh as
-// root). One guest boots for every scenario of scenarios/ (README.md beside this file).
+// Package hosts is the hosts rig (Linux only: it boots a Linux guest under QEMU): the node's
+// release .deb installed, and its real systemd units running, on the host operators run (C4):
+// a stock Debian 12 with systemd as pid 1, the unified cgroup v2 hierarchy and a lingering user
+// whose user manager runs, booted under QEMU from an image built of Debian's own packages
+// (scripts/hosts-image.sh, by scripts/deps.sh as root). One guest boots for every scenario of
+// scenarios/ (README.md beside this file).
 package hosts
 
 import (

@@ -1,4 +1,4 @@
-//go:build anettest
+//go:build anettest && linux
 
 package hosts
 
