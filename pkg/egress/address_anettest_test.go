@@ -6,7 +6,10 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,4 +207,40 @@ func TestCloseEndsTunnels(t *testing.T) {
 	_, resp, body := tp.connect(t, connectHead("pypi.org"))
 	wantRefusal(t, "CONNECT after Close", resp, body, RunOver)
 	testkit.WaitFor(t, "no open tunnel", func() bool { return tp.p.Usage().TunnelsOpen == 0 })
+}
+
+// TestNoNameserverRefusesOnlyTheTunnel: a resolv.conf with no nameserver line (an offline host)
+// does not stop the proxy from being built (which would close every sandboxed run and the
+// endpoint's loopback-only self-test); a CONNECT is refused with egress_resolve_failed and
+// connects nowhere, and a nameserver written later applies to the next lookup (H5).
+func TestNoNameserverRefusesOnlyTheTunnel(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(conf, []byte("# written by an offline installer\nsearch example.internal\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trap := startTrap(t, "127.0.0.1:443")
+	res := &fileResolver{path: conf, timeout: time.Second}
+	tp := startProxy(t, Policy{Allow: []string{"pypi.org"}}, res)
+	conn, resp, body := tp.connect(t, connectHead("pypi.org"))
+	conn.Close()
+	wantRefusal(t, "no nameserver line", resp, body, ResolveFailed)
+	if trap.conns.Load() != 0 {
+		t.Fatal("a connection reached 127.0.0.1:443")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := res.LookupNetIP(ctx, "ip", "pypi.org")
+	if err == nil || !strings.Contains(err.Error(), conf) || !strings.Contains(err.Error(), "no nameserver line") {
+		t.Fatalf("lookup with no nameserver line: %v, want an error naming %s and the missing line", err, conf)
+	}
+	// A nameserver the operator adds is read at the next lookup (nothing answers on
+	// 127.0.0.1:53 here, so the lookup fails, but for another reason).
+	if err := os.WriteFile(conf, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = res.LookupNetIP(ctx, "ip", "pypi.org")
+	if err == nil || strings.Contains(err.Error(), "no nameserver line") {
+		t.Fatalf("lookup after a nameserver was written: %v, want the name server asked", err)
+	}
 }

@@ -128,8 +128,9 @@ type Resolver interface {
 
 // Options are the proxy's seams.
 type Options struct {
-	// Resolver nil means a DNS stub resolver over /etc/resolv.conf's name servers that asks
-	// for the FQDN only: /etc/hosts and search domains cannot change the answer.
+	// Resolver nil means a DNS stub resolver over /etc/resolv.conf's name servers (read at
+	// each lookup) that asks for the FQDN only: /etc/hosts and search domains cannot change
+	// the answer.
 	Resolver Resolver
 	// Logger nil means slog.Default().
 	Logger *slog.Logger
@@ -178,11 +179,7 @@ func NewProxy(p Policy, o Options) (*Proxy, error) {
 	lim := p.Limits.withDefaults()
 	res := o.Resolver
 	if res == nil {
-		r, err := systemResolver()
-		if err != nil {
-			return nil, fmt.Errorf("new egress proxy: %w", err)
-		}
-		res = r
+		res = systemResolver()
 	}
 	log := o.Logger
 	if log == nil {

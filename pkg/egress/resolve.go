@@ -31,21 +31,46 @@ type dnsResolver struct {
 	timeout time.Duration
 }
 
-// systemResolver builds a dnsResolver from the name servers in /etc/resolv.conf (only the
-// `nameserver` lines: search, domain and ndots are ignored on purpose).
-func systemResolver() (*dnsResolver, error) {
-	f, err := os.Open("/etc/resolv.conf")
+// resolvConf is the file systemResolver reads its name servers from.
+const resolvConf = "/etc/resolv.conf"
+
+// fileResolver is the dnsResolver of the name servers a resolv.conf names, read again for every
+// lookup (only its `nameserver` lines: search, domain and ndots are ignored on purpose). Read
+// late, not when the proxy is built: a host with no usable nameserver line (an offline host,
+// a resolv.conf being rewritten by a network manager) refuses a run's CONNECT with
+// egress_resolve_failed, while the run itself, its model traffic and the endpoint's self-test
+// (loopback only) work; and a resolver the operator changes applies to the next CONNECT.
+type fileResolver struct {
+	path    string
+	timeout time.Duration
+}
+
+// systemResolver is the fileResolver of /etc/resolv.conf. Two tries of each question (parallel
+// A and AAAA) take at most 6 s of the 15 s that resolving and connecting may take together.
+func systemResolver() *fileResolver {
+	return &fileResolver{path: resolvConf, timeout: 3 * time.Second}
+}
+
+// LookupNetIP asks the name servers the file names now (see dnsResolver.LookupNetIP).
+func (r *fileResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	servers, err := readNameservers(r.path)
+	if err != nil {
+		return nil, fmt.Errorf("lookup %s: %w", host, err)
+	}
+	return (&dnsResolver{servers: servers, timeout: r.timeout}).LookupNetIP(ctx, network, host)
+}
+
+func readNameservers(path string) ([]string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read name servers: %w", err)
 	}
 	defer f.Close()
 	servers, err := parseNameservers(f)
 	if err != nil {
-		return nil, fmt.Errorf("read name servers /etc/resolv.conf: %w", err)
+		return nil, fmt.Errorf("read name servers %s: %w", path, err)
 	}
-	// Two tries of each question (parallel A and AAAA) take at most 6 s of the 15 s that
-	// resolving and connecting may take together.
-	return &dnsResolver{servers: servers, timeout: 3 * time.Second}, nil
+	return servers, nil
 }
 
 func parseNameservers(r io.Reader) ([]string, error) {
