@@ -4,7 +4,6 @@
 package doctor
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,13 +22,22 @@ type Host struct {
 	ProcSys string
 	// AppArmorProfiles is the kernel's list of loaded profiles.
 	AppArmorProfiles string
+	// AppArmorPolicy is the kernel's dir of loaded profiles (a dir NAME.N with a file name per
+	// profile), read where the list is not: Ubuntu lets only root read the list, but anyone
+	// the names.
+	AppArmorPolicy string
 	// LookPath finds a program.
 	LookPath func(string) (string, error)
 }
 
 // System is the real host; programs are looked up on the helpers' PATH, where anet-sandboxd
 // looks for bwrap, not on the operator's.
-var System = Host{ProcSys: "/proc/sys", AppArmorProfiles: "/sys/kernel/security/apparmor/profiles", LookPath: lookPathIn(helperpath.PATH)}
+var System = Host{
+	ProcSys:          "/proc/sys",
+	AppArmorProfiles: "/sys/kernel/security/apparmor/profiles",
+	AppArmorPolicy:   "/sys/kernel/security/apparmor/policy/profiles",
+	LookPath:         lookPathIn(helperpath.PATH),
+}
 
 // lookPathIn finds an executable file named name in the directories of path.
 func lookPathIn(path string) func(string) (string, error) {
@@ -84,12 +92,47 @@ func (h Host) usernsCheck() check.Check {
 		return fail(reasons.UsernsUnavailable, "user.max_user_namespaces = 0", "raise user.max_user_namespaces")
 	}
 	if v, ok := h.readInt("kernel/apparmor_restrict_unprivileged_userns"); ok && v == 1 {
-		profiles, _ := os.ReadFile(h.AppArmorProfiles)
-		if bytes.Contains(profiles, []byte("anet-bwrap ")) {
+		loaded, err := h.profileLoaded("anet-bwrap")
+		if loaded {
 			c.Detail = "AppArmor restricts user namespaces; the anet-bwrap profile is loaded"
 			return c
 		}
-		return fail(reasons.UsernsBlocked, "kernel.apparmor_restrict_unprivileged_userns = 1 and the anet-bwrap profile is not loaded", InstallCommand)
+		detail := "kernel.apparmor_restrict_unprivileged_userns = 1 and the anet-bwrap profile is not loaded"
+		if err != nil {
+			detail = "kernel.apparmor_restrict_unprivileged_userns = 1, and whether the anet-bwrap profile is loaded cannot be read here: " + err.Error()
+		}
+		return fail(reasons.UsernsBlocked, detail, InstallCommand)
 	}
 	return c
+}
+
+// profileLoaded reports whether the kernel has the AppArmor profile name loaded: from the
+// list of profiles where this user may read it, else from the names in the policy dir. err
+// says why neither could be read.
+func (h Host) profileLoaded(name string) (bool, error) {
+	list, errList := os.ReadFile(h.AppArmorProfiles)
+	if errList == nil {
+		for _, line := range strings.Split(string(list), "\n") {
+			// "NAME (MODE)"
+			if n, _, ok := strings.Cut(line, " ("); ok && n == name {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	dirs, err := os.ReadDir(h.AppArmorPolicy)
+	if err != nil {
+		return false, fmt.Errorf("%w; %w", errList, err)
+	}
+	for _, d := range dirs {
+		// The dir is the profile's name, mangled, with ".N"; the name file holds it exactly.
+		if !strings.HasPrefix(d.Name(), name+".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(h.AppArmorPolicy, d.Name(), "name"))
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return true, nil
+		}
+	}
+	return false, nil
 }

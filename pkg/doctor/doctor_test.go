@@ -66,6 +66,40 @@ func TestHostChecks(t *testing.T) {
 	}
 }
 
+// L2: on Ubuntu only root may read the kernel's list of profiles; as the operator, doctor reads
+// the names in the policy dir instead (what the hosts rig's Ubuntu 24.04 guest showed), and a
+// profile whose name merely starts with anet-bwrap does not count.
+func TestUsernsCheckReadsThePolicyDir(t *testing.T) {
+	restricted := map[string]string{"kernel/apparmor_restrict_unprivileged_userns": "1"}
+	for _, tc := range []struct {
+		name   string
+		dirs   map[string]string // dir -> its name file
+		want   reasons.Code
+		detail string
+	}{
+		{"loaded", map[string]string{"1password.0": "1password", "anet-bwrap.95": "anet-bwrap", "anet-bwrap-unpriv.96": "anet-bwrap-unpriv"}, "", "is loaded"},
+		{"only the unpriv half", map[string]string{"anet-bwrap-unpriv.96": "anet-bwrap-unpriv"}, reasons.UsernsBlocked, "is not loaded"},
+		{"a look-alike", map[string]string{"anet-bwrap.3": "anet-bwrapper"}, reasons.UsernsBlocked, "is not loaded"},
+		{"no policy dir either", nil, reasons.UsernsBlocked, "cannot be read here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := fakeHost(t, restricted, "", true)
+			h.AppArmorProfiles = filepath.Join(t.TempDir(), "unreadable") // as EACCES: no file to read
+			h.AppArmorPolicy = filepath.Join(t.TempDir(), "profiles")
+			if tc.dirs != nil {
+				for d, n := range tc.dirs {
+					os.MkdirAll(filepath.Join(h.AppArmorPolicy, d), 0o755)
+					os.WriteFile(filepath.Join(h.AppArmorPolicy, d, "name"), []byte(n+"\n"), 0o444)
+				}
+			}
+			c := h.usernsCheck()
+			if c.Code != tc.want || c.OK != (tc.want == "") || !strings.Contains(c.Detail, tc.detail) {
+				t.Fatalf("usernsCheck() = ok %v, %q (%s), want %q with %q", c.OK, c.Code, c.Detail, tc.want, tc.detail)
+			}
+		})
+	}
+}
+
 // A2: the profile's structure: anet-bwrap on /usr/bin/bwrap with userns, children stacked
 // with anet-bwrap-unpriv, which denies every capability; no sysctl is touched.
 func TestAppArmorProfileStructure(t *testing.T) {

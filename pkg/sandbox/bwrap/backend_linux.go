@@ -124,14 +124,20 @@ func (l *Backend) initPath() (string, error) {
 	return p, nil
 }
 
-// classifyStart maps bwrap's own error message to a reason code (F2).
-func classifyStart(msg string) reasons.Code {
+// classifyStart maps bwrap's own error message to a reason code (F2). restricted is whether
+// AppArmor restricts unprivileged user namespaces (usernsRestricted).
+func classifyStart(msg string, restricted bool) reasons.Code {
 	m := strings.ToLower(msg)
+	denied := strings.Contains(m, "permission denied") || strings.Contains(m, "operation not permitted")
 	switch {
+	// Under Ubuntu's restriction an unconfined bwrap still gets its user namespace, but
+	// AppArmor's unprivileged_userns profile takes every capability in it, so whichever setup
+	// step comes first fails with EPERM or EACCES: on Ubuntu 24.04 it is the loopback address
+	// ("loopback: Failed RTM_NEWADDR: Operation not permitted"), elsewhere the uid map. The
+	// anet-bwrap profile is the fix (L2).
+	case restricted && denied:
+		return reasons.UsernsBlocked
 	case strings.Contains(m, "setting up uid map") && strings.Contains(m, "permission denied"):
-		if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
-			return reasons.UsernsBlocked
-		}
 		return reasons.UsernsUnavailable
 	case strings.Contains(m, "no permissions to creat"), // bwrap 0.8: "No permissions to creating new namespace"
 		strings.Contains(m, "creating new namespace failed"),
@@ -143,6 +149,13 @@ func classifyStart(msg string) reasons.Code {
 		return reasons.SeccompFailed
 	}
 	return reasons.SandboxStartFailed
+}
+
+// usernsRestricted reports whether AppArmor restricts unprivileged user namespaces on this
+// host (kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu 23.10 and later).
+func usernsRestricted() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+	return err == nil && strings.TrimSpace(string(b)) == "1"
 }
 
 // Binaries names the programs a probe result depends on besides the launcher's own binary:

@@ -143,22 +143,30 @@ func TestSystemdScopeArgs(t *testing.T) {
 	}
 }
 
-// TestClassifyStart maps bwrap's own messages to F2's codes.
+// TestClassifyStart maps bwrap's own messages to F2's codes, and to L2's userns_blocked where
+// AppArmor restricts user namespaces: the first message is what bwrap 0.9 printed on Ubuntu
+// 24.04 as installed, with no anet-bwrap profile (the hosts rig's Ubuntu guest).
 func TestClassifyStart(t *testing.T) {
 	cases := []struct {
-		msg  string
-		want reasons.Code
+		msg        string
+		restricted bool
+		want       reasons.Code
 	}{
-		{"bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.", reasons.UsernsUnavailable},
-		{"bwrap: Creating new namespace failed: No space left on device (max_user_namespaces exceeded)", reasons.UsernsUnavailable},
-		{"bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted", reasons.NetnsFailed},
-		{"bwrap: seccomp: invalid argument", reasons.SeccompFailed},
-		{"bwrap: Can't find source path /nonexistent: No such file or directory", reasons.SandboxStartFailed},
+		{"bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted", true, reasons.UsernsBlocked},
+		{"bwrap: setting up uid map: Permission denied", true, reasons.UsernsBlocked},
+		{"bwrap: setting up uid map: Permission denied", false, reasons.UsernsUnavailable},
+		{"bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.", false, reasons.UsernsUnavailable},
+		{"bwrap: Creating new namespace failed: No space left on device (max_user_namespaces exceeded)", false, reasons.UsernsUnavailable},
+		{"bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted", false, reasons.NetnsFailed},
+		{"bwrap: seccomp: invalid argument", false, reasons.SeccompFailed},
+		{"bwrap: seccomp: invalid argument", true, reasons.SeccompFailed},
+		{"bwrap: Can't find source path /nonexistent: No such file or directory", false, reasons.SandboxStartFailed},
+		{"bwrap: Can't find source path /nonexistent: No such file or directory", true, reasons.SandboxStartFailed},
 	}
 	for _, c := range cases {
-		t.Run(string(c.want), func(t *testing.T) {
-			if got := classifyStart(c.msg); got != c.want {
-				t.Fatalf("classifyStart(%q) = %s, want %s", c.msg, got, c.want)
+		t.Run(fmt.Sprintf("%s restricted=%v", c.want, c.restricted), func(t *testing.T) {
+			if got := classifyStart(c.msg, c.restricted); got != c.want {
+				t.Fatalf("classifyStart(%q, %v) = %s, want %s", c.msg, c.restricted, got, c.want)
 			}
 		})
 	}

@@ -86,7 +86,10 @@ func (l *Backend) StartProbed(ctx context.Context, p *launch.Plan, stdio sandbox
 		if out.Err != nil {
 			return failed(sandbox.CodeOf(out.Err), out.Err.Error())
 		}
-		return failed(reasons.SandboxStartFailed, fmt.Sprintf("%v (exit %d): %s", err, out.ExitCode, sandbox.LastLine(r.stderr.String())))
+		// The run ended before init reported: bwrap's own last words say why, as for a run
+		// that is not probed (a refused user namespace, a network namespace that failed).
+		last := sandbox.LastLine(r.stderr.String())
+		return failed(classifyStart(last, usernsRestricted()), fmt.Sprintf("%v (exit %d): %s", err, out.ExitCode, last))
 	}
 	res := g.Judge(checks)
 	res.Limits, res.Warnings = r.cgroup, warn

@@ -579,7 +579,7 @@ func (r *run) finish(waitErr error) {
 			msg = waitErr.Error()
 		}
 		o.ExitCode = -1
-		o.Err = reasons.New(classifyStart(msg), sandbox.LastLine(msg))
+		o.Err = reasons.New(classifyStart(msg, usernsRestricted()), sandbox.LastLine(msg))
 	}
 	if r.pidfd >= 0 {
 		unix.Close(r.pidfd)
