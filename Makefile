@@ -84,15 +84,16 @@ unit:
 	@mkdir -p $(ARTIFACTS) && chmod 1777 $(ARTIFACTS)
 	ANET_ARTIFACTS=$(ARTIFACTS) $(GO) test $(TESTFLAGS) -tags $(TESTTAGS) $$($(GO) list ./... | grep -v /integration)
 
-# integration/hosts (the hosts rig) is not part of integration: it boots a Debian 12 guest
-# and runs after the others, as host-test.
+# integration/hosts (the hosts rig) is not part of integration: it boots Debian and Ubuntu
+# guests and runs after the others, as host-test.
 integration: build
 	$(GO) test $(TESTFLAGS) -tags $(TESTTAGS) $$($(GO) list -tags $(TESTTAGS) ./integration/... | grep -v /integration/hosts)
 
 # The hosts rig (integration/hosts, README "Hosts rig"): the node's real .deb installed and its
-# real units running in a stock Debian 12 booted under QEMU (KVM where /dev/kvm is usable,
-# else TCG), every scenario of integration/hosts/scenarios in one boot. SCENARIO=c-boundaries
-# runs that one alone. The image is built once by scripts/deps.sh (root).
+# real units running in stock Debian 12, Debian 13 (AppArmor) and Ubuntu 24.04 guests booted
+# under QEMU (KVM where /dev/kvm is usable, else TCG), one boot per guest for all its
+# scenarios. SCENARIO=c-boundaries runs that one alone, SCENARIO=noble one guest's. The
+# images are built once by scripts/deps.sh (root).
 SCENARIO ?=
 host-test:
 	@bash scripts/deps.sh ensure hosts

@@ -27,9 +27,9 @@ run_pkgs=(bubblewrap ca-certificates)
 # them, compare versions, install the .deb into a throw-away root and check the binaries'
 # hardening (C4). qemu-system-x86, xz-utils: the vm tier's tests (V1). nodejs, npm: the real
 # agent CLIs the integration tests run in the sandbox. chromium: the dashboard's test drives
-# it headless, to prove peers' text stays inert in a real browser (U1). debootstrap, e2fsprogs:
-# the hosts rig's guest image (below).
-hosts_pkgs=(debootstrap e2fsprogs qemu-system-x86)
+# it headless, to prove peers' text stays inert in a real browser (U1). debootstrap, e2fsprogs,
+# curl (Ubuntu's keyring package): the hosts rig's guest images (below).
+hosts_pkgs=(debootstrap e2fsprogs curl qemu-system-x86)
 test_pkgs=("${run_pkgs[@]}" make git groff-base man-db zsh fish systemd socat curl python3
   dpkg lintian rpm rpm2cpio cpio rpmlint binutils qemu-system-x86 xz-utils chromium debootstrap e2fsprogs)
 
@@ -38,15 +38,17 @@ test_pkgs=("${run_pkgs[@]}" make git groff-base man-db zsh fish systemd socat cu
 # is not touched.
 kernel_cache=/var/cache/anet
 
-# The hosts rig (integration/hosts) boots a stock Debian 12 built from Debian's packages by
-# scripts/hosts-image.sh into hosts_dir. Building it needs root (debootstrap), so it is made
-# here, once: the key beside the image is the hash of the build script, which holds the
-# package list, and a changed script builds a new image.
+# The hosts rig (integration/hosts) boots stock guests built from their distribution's packages
+# by scripts/hosts-image.sh into hosts_dir: Debian 12 for most scenarios, Debian 13 for the
+# AppArmor ones, Ubuntu 24.04 for its restriction of user namespaces. Building them needs root (debootstrap), so they are made here, once: the key
+# beside each image is the hash of the build script, which holds the package lists, and of the
+# suite, and a changed script builds new images.
 hosts_dir=$kernel_cache/hosts
-hosts_key() { sha256sum scripts/hosts-image.sh | cut -d' ' -f1; }
-hosts_present() {
-  [[ -f $hosts_dir/bookworm.img && -f $hosts_dir/vmlinuz && -f $hosts_dir/initrd.img ]] &&
-    [[ "$(cat "$hosts_dir/bookworm.key" 2>/dev/null)" == "$(hosts_key)" ]]
+hosts_suites=(bookworm trixie noble)
+hosts_key() { { sha256sum scripts/hosts-image.sh; echo "$1"; } | sha256sum | cut -d' ' -f1; }
+hosts_present() { # $1 = suite
+  [[ -f $hosts_dir/$1.img && -f $hosts_dir/$1.vmlinuz && -f $hosts_dir/$1.initrd ]] &&
+    [[ "$(cat "$hosts_dir/$1.key" 2>/dev/null)" == "$(hosts_key "$1")" ]]
 }
 
 case "$set_" in
@@ -102,7 +104,10 @@ check() {
     agents_present || { echo "the pinned agent CLIs under ${ANET_TEST_AGENTS_DIR:-/opt/anet-test-agents}"; miss=1; }
   fi
   if [[ "$set_" == test || "$set_" == hosts ]]; then
-    hosts_present || { echo "the hosts rig's Debian 12 image in $hosts_dir (built by scripts/hosts-image.sh)"; miss=1; }
+    local suite
+    for suite in "${hosts_suites[@]}"; do
+      hosts_present "$suite" || { echo "the hosts rig's $suite image in $hosts_dir (built by scripts/hosts-image.sh)"; miss=1; }
+    done
   fi
   return $miss
 }
@@ -145,8 +150,11 @@ install() {
     fi
     bash .ci/npm-agents.sh </dev/null
   fi
-  if [[ "$set_" == test || "$set_" == hosts ]] && ! hosts_present; then
-    bash scripts/hosts-image.sh "$hosts_dir" "$(hosts_key)" </dev/null
+  if [[ "$set_" == test || "$set_" == hosts ]]; then
+    local suite
+    for suite in "${hosts_suites[@]}"; do
+      hosts_present "$suite" || bash scripts/hosts-image.sh "$hosts_dir" "$(hosts_key "$suite")" "$suite" </dev/null || return 1
+    done
   fi
 }
 

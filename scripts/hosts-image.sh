@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# The hosts rig's guest (integration/hosts): a stock Debian 12 with systemd as pid 1 on the
+# One of the hosts rig's guests (integration/hosts): a stock Debian with systemd as pid 1 on the
 # unified cgroup v2 hierarchy, a lingering user `op` (uid 1000) whose user manager runs from
 # boot, a second user `op2` for the system template, and everything the anet package depends on,
 # so that `apt install ./anet_*.deb` works with no network. Built from Debian's own packages by
-# debootstrap, as root (scripts/deps.sh runs it in the deps phase), into OUT:
+# debootstrap, as root (scripts/deps.sh runs it in the deps phase), into OUT. SUITE is
 #
-#   bookworm.img   raw ext4 made with `mkfs.ext4 -d` from the tree (no loop mount)
-#   vmlinuz        the image's own kernel and initrd, for QEMU's -kernel and -initrd
-#   initrd.img
-#   bookworm.key   the cache key (scripts/deps.sh: hosts_key), written last
+#   bookworm       Debian 12: the host of most scenarios
+#   trixie         Debian 13 with AppArmor 4's userspace (apparmor_parser), whose kernel the
+#                  rig boots with AppArmor on: the AppArmor scenarios
+#   noble          Ubuntu 24.04 from Ubuntu's archive, with its kernel and its restriction of
+#                  unprivileged user namespaces: the scenario of the host that restricts them
 #
-#   hosts-image.sh OUT KEY
+# and the files are
+#
+#   SUITE.img      raw ext4 made with `mkfs.ext4 -d` from the tree (no loop mount)
+#   SUITE.vmlinuz  the image's own kernel and initrd, for QEMU's -kernel and -initrd
+#   SUITE.initrd
+#   SUITE.key      the cache key (scripts/deps.sh: hosts_key), written last
+#
+#   hosts-image.sh OUT KEY SUITE
 #
 # The guest's only job is anet-rig.service: mount the 9p share tagged `rig` at /rig, run
 # /rig/run.sh from it, power off. Nothing of the host goes into the image, and the host is not
 # changed beyond OUT and the package cache beside it.
 set -euo pipefail
 
-out=${1:?usage: hosts-image.sh OUT KEY}
-key=${2:?usage: hosts-image.sh OUT KEY}
-suite=bookworm
+out=${1:?usage: hosts-image.sh OUT KEY SUITE}
+key=${2:?usage: hosts-image.sh OUT KEY SUITE}
+suite=${3:?usage: hosts-image.sh OUT KEY SUITE}
 mirror=${ANET_HOSTS_MIRROR:-http://deb.debian.org/debian}
 # The image's size: the tree is ~1 GiB; the rest is room for the package, two nodes' stores
 # and the runs' work dirs. Raw and sparse, so the unused part costs no disk.
@@ -28,16 +36,40 @@ size=4G
 # Everything the guest needs, and what the anet package Depends on (packaging/nfpm.yaml:
 # bubblewrap). Its Recommends (qemu-system-x86, for the opt-in vm tier) is left out on
 # purpose: apt skips a recommended package it cannot find, which is what an offline install
-# of the package must do. linux-image-amd64 is installed in the tree so that initramfs-tools
-# builds the initrd there, with the modules the hook below adds.
+# of the package must do. The kernel package (per suite, below) is installed in the tree so that
+# initramfs-tools builds the initrd there, with the modules the hook below adds.
 pkgs=(
-  systemd systemd-sysv dbus dbus-user-session libpam-systemd udev kmod
-  linux-image-amd64 initramfs-tools
+  systemd systemd-sysv dbus dbus-user-session libpam-systemd udev kmod initramfs-tools
   bubblewrap ca-certificates curl python3 procps iproute2
 )
+# What debootstrap is given beyond the suite: its mirror, components and script, and the
+# keyring that verifies the suite's Release file (empty: the host's Debian keyring).
+components=main
+script=
+keyring=
+case "$suite" in
+bookworm) pkgs+=(linux-image-amd64) ;;
+# apparmor: the parser and apparmor.service, which loads /etc/apparmor.d at boot. Debian's
+# kernel has AppArmor built in; the rig's command line turns it on explicitly.
+trixie) pkgs+=(linux-image-amd64 apparmor) ;;
+# Ubuntu 24.04 as released, with its own kernel (linux-image-virtual: the generic kernel with
+# the modules a VM needs) and its apparmor package, whose sysctl file turns on
+# kernel.apparmor_restrict_unprivileged_userns. bubblewrap is in universe. Debian 12's
+# debootstrap has no script named noble; every Ubuntu release uses the one named gutsy.
+noble)
+  pkgs+=(linux-image-virtual apparmor)
+  mirror=${ANET_HOSTS_UBUNTU_MIRROR:-http://archive.ubuntu.com/ubuntu}
+  components=main,universe
+  script=/usr/share/debootstrap/scripts/gutsy
+  ;;
+*)
+  echo "hosts: unknown suite $suite (want bookworm, trixie or noble)" >&2
+  exit 2
+  ;;
+esac
 
 start=$(date +%s)
-mkdir -p "$out" "$out/debs"
+mkdir -p "$out" "$out/debs-$suite"
 chmod 755 "$out"
 work=$(mktemp -d "$out/build.XXXXXX")
 root=$work/root
@@ -66,9 +98,25 @@ for m in ${modules[*]}; do manual_add_modules "\$m"; done
 EOF
 chmod 755 "$root/etc/initramfs-tools/hooks/anet-rig"
 
+# Debian has no package of Ubuntu's archive keys: the keyring comes from Ubuntu's own package,
+# whose hash is pinned here (taken once from noble's Packages file), so that what verifies
+# noble's Release file is a fixed, known file and not whatever the mirror serves today.
+if [[ $suite == noble ]]; then
+  kr_deb=ubuntu-keyring_2023.11.28.1_all.deb
+  kr_sha=36de43b15853ccae0028e9a767613770c704833f82586f28eb262f0311adb8a8
+  [[ -f "$out/$kr_deb" ]] ||
+    curl -fsS -o "$out/$kr_deb" "$mirror/pool/main/u/ubuntu-keyring/$kr_deb" ||
+    { echo "hosts: could not download $kr_deb from $mirror" >&2; exit 1; }
+  echo "$kr_sha  $out/$kr_deb" | sha256sum -c --quiet - ||
+    { rm -f "$out/$kr_deb"; echo "hosts: $kr_deb does not have the pinned hash" >&2; exit 1; }
+  dpkg-deb -x "$out/$kr_deb" "$work/keyring"
+  keyring=$work/keyring/usr/share/keyrings/ubuntu-archive-keyring.gpg
+fi
+
 echo "hosts: debootstrap --variant=minbase $suite (${#pkgs[@]} packages and their dependencies)"
-debootstrap --variant=minbase --merged-usr --cache-dir="$out/debs" \
-  --include="$(IFS=,; echo "${pkgs[*]}")" "$suite" "$root" "$mirror" >"$work/debootstrap.log" 2>&1 || {
+debootstrap --variant=minbase --merged-usr --cache-dir="$out/debs-$suite" --components="$components" \
+  ${keyring:+--keyring="$keyring"} --include="$(IFS=,; echo "${pkgs[*]}")" \
+  "$suite" "$root" "$mirror" ${script:+"$script"} >"$work/debootstrap.log" 2>&1 || {
   tail -40 "$work/debootstrap.log" >&2
   echo "hosts: debootstrap failed (log above)" >&2
   exit 1
@@ -77,12 +125,12 @@ printf '%s\n' "${modules[@]}" >>"$root/etc/initramfs-tools/modules"
 
 # The guest is offline: no package lists, and apt never tries a mirror.
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
-echo "deb $mirror $suite main" >"$root/etc/apt/sources.list"
+echo "deb $mirror $suite ${components//,/ }" >"$root/etc/apt/sources.list"
 
 # debootstrap copies the build host's resolver into the tree; nothing of the host belongs in
-# the guest. An offline host still names a resolver (anet-egress reads it): one on loopback,
-# where nothing answers.
-echo "nameserver 127.0.0.1" >"$root/etc/resolv.conf"
+# the guest. An offline host names no name server, and the node must work there (anet-egress
+# reads resolv.conf only when a run asks for a tunnel).
+echo "# the hosts rig's guest is offline: no name server" >"$root/etc/resolv.conf"
 echo rig >"$root/etc/hostname"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\trig\n::1\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
 # One fixed machine id: no first-boot logic, and the same journal every boot.
@@ -155,18 +203,20 @@ kver=$(basename "$(ls -d "$root"/usr/lib/modules/* | head -1)")
 # The initrd must carry the modules (the root disk is virtio): fail here, not at boot.
 chroot "$root" lsinitramfs "/boot/initrd.img-$kver" >"$work/initrd.list" 2>&1 ||
   { tail -5 "$work/initrd.list" >&2; echo "hosts: lsinitramfs failed in the tree" >&2; exit 1; }
+# A module the kernel has built in (Debian 13's virtio_pci) is in modules.builtin instead.
 for m in "${modules[@]}"; do
-  grep -q "/${m}\.ko" "$work/initrd.list" || { echo "hosts: the initrd lacks $m" >&2; exit 1; }
+  grep -q "/${m}\.ko" "$work/initrd.list" "$root/usr/lib/modules/$kver/modules.builtin" ||
+    { echo "hosts: the initrd lacks $m, and the kernel does not have it built in" >&2; exit 1; }
 done
-install -m 644 "$root/boot/vmlinuz-$kver" "$work/vmlinuz"
-install -m 644 "$root/boot/initrd.img-$kver" "$work/initrd.img"
+install -m 644 "$root/boot/vmlinuz-$kver" "$work/$suite.vmlinuz"
+install -m 644 "$root/boot/initrd.img-$kver" "$work/$suite.initrd"
 
 echo "hosts: mkfs.ext4 -d (kernel $kver, $(du -sh "$root" | cut -f1) tree)"
-truncate -s "$size" "$work/bookworm.img"
-mkfs.ext4 -q -F -L rig -d "$root" "$work/bookworm.img" >"$work/mkfs.log" 2>&1 ||
+truncate -s "$size" "$work/$suite.img"
+mkfs.ext4 -q -F -L rig -d "$root" "$work/$suite.img" >"$work/mkfs.log" 2>&1 ||
   { cat "$work/mkfs.log" >&2; echo "hosts: mkfs.ext4 -d failed" >&2; exit 1; }
-chmod 644 "$work/bookworm.img"
-rm -f "$out/bookworm.key"
-mv "$work/bookworm.img" "$work/vmlinuz" "$work/initrd.img" "$out/"
-echo "$key" >"$out/bookworm.key"
-echo "hosts: built $out/bookworm.img in $(($(date +%s) - start)) s"
+chmod 644 "$work/$suite.img"
+rm -f "$out/$suite.key"
+mv "$work/$suite.img" "$work/$suite.vmlinuz" "$work/$suite.initrd" "$out/"
+echo "$key" >"$out/$suite.key"
+echo "hosts: built $out/$suite.img in $(($(date +%s) - start)) s"

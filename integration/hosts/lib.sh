@@ -85,3 +85,26 @@ ensure_op_node() {
   }
   wait_for 60 as_op anet status || fail "anet status does not answer after start"
 }
+
+# aa_labels WHEN (the AppArmor scenarios) starts a run as op that prints its own AppArmor label
+# and CapEff, then waits; while it waits, bwrap's label is read from outside. Sets run_label,
+# run_capeff and bwrap_label.
+aa_labels() {
+  rm -f /tmp/aa.out /tmp/aa.err
+  as_op /usr/libexec/anet/anet-sandboxd exec -- /bin/sh -c 'cat /proc/self/attr/current; echo; grep ^CapEff: /proc/self/status; sleep 20' \
+    >/tmp/aa.out 2>/tmp/aa.err &
+  local run=$! pid=""
+  wait_for 30 grep -q '^CapEff:' /tmp/aa.out || fail "$1: the run printed nothing: $(head -c 600 /tmp/aa.err)"
+  pid=$(pgrep -u op -x bwrap | head -1) || true
+  [[ -n "$pid" ]] || fail "$1: no bwrap process of op while the run waits"
+  bwrap_label=$(tr -d '\0' <"/proc/$pid/attr/current")
+  kill "$run" 2>/dev/null || true
+  pkill -u op -x bwrap 2>/dev/null || true
+  wait "$run" 2>/dev/null || true
+  run_label=$(sed -n 1p /tmp/aa.out | tr -d '\0')
+  run_capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' /tmp/aa.out)
+  say "$1: bwrap is '$bwrap_label'; the run is '$run_label', CapEff $run_capeff"
+}
+
+# userns_check prints doctor's host.userns check as op (a Python dict's text).
+userns_check() { as_op anet doctor --json | json_get '[c for c in j["checks"] if c["name"]=="host.userns"][0]'; }

@@ -3,9 +3,9 @@
 // Package hosts is the hosts rig (Linux only: it boots a Linux guest under QEMU): the node's
 // release .deb installed, and its real systemd units running, on the host operators run (C4):
 // a stock Debian 12 with systemd as pid 1, the unified cgroup v2 hierarchy and a lingering user
-// whose user manager runs, booted under QEMU from an image built of Debian's own packages
-// (scripts/hosts-image.sh, by scripts/deps.sh as root). One guest boots for every scenario of
-// scenarios/ (README.md beside this file).
+// whose user manager runs, and a Debian 13 with AppArmor on, each booted under QEMU from an
+// image built of Debian's own packages (scripts/hosts-image.sh, by scripts/deps.sh as root).
+// One boot of each guest runs every scenario of its directory (README.md beside this file).
 package hosts
 
 import (
@@ -19,11 +19,36 @@ import (
 	"anet.dev/anet/internal/testharness"
 )
 
-// imageDir is where scripts/deps.sh builds the guest (hosts_dir there).
+// imageDir is where scripts/deps.sh builds the guests (hosts_dir there).
 const imageDir = "/var/cache/anet/hosts"
 
-// The guest's files in imageDir.
-var imageFiles = []string{"bookworm.img", "vmlinuz", "initrd.img"}
+// suite is one guest the rig boots: an image scripts/hosts-image.sh builds, and the scenarios
+// that run in it.
+type suite struct {
+	name string // the Debian suite, and the image's files: NAME.img, NAME.vmlinuz, NAME.initrd
+	what string // what it is, for the log
+	// dir holds its scenarios (DIR/*.sh). Names are unique across suites, so that
+	// SCENARIO=NAME picks one guest.
+	dir string
+	// cmdline is added to the guest kernel's command line.
+	cmdline string
+}
+
+// suites are the guests, booted one after the other: Debian 12 for most scenarios; Debian 13,
+// whose parser is AppArmor 4's and whose kernel is booted with AppArmor on, for the AppArmor
+// profile (A1–A3); Ubuntu 24.04, whose kernel restricts unprivileged user namespaces, for the
+// host that needs the profile (L2).
+var suites = []suite{
+	{name: "bookworm", what: "Debian 12", dir: "scenarios"},
+	{name: "trixie", what: "Debian 13 with AppArmor", dir: "scenarios-apparmor", cmdline: "apparmor=1 security=apparmor"},
+	{name: "noble", what: "Ubuntu 24.04", dir: "scenarios-ubuntu"},
+}
+
+// files are the suite's image, kernel and initrd in imageDir.
+func (s suite) files() (img, kernel, initrd string) {
+	p := filepath.Join(imageDir, s.name)
+	return p + ".img", p + ".vmlinuz", p + ".initrd"
+}
 
 // The packages Prepare builds: the release .deb of this tree, and the same tree at a higher
 // version for the upgrade scenario.
@@ -45,11 +70,14 @@ func TestMain(m *testing.M) {
 	testharness.Main(m, testharness.Options{Groups: []string{"kvm"}, Prepare: buildPackages})
 }
 
-// missingImage says what of the image is missing or stale, or "".
+// missingImage says what of the images is missing, or "".
 func missingImage() string {
-	for _, f := range imageFiles {
-		if _, err := os.Stat(filepath.Join(imageDir, f)); err != nil {
-			return "the guest image is missing: " + err.Error()
+	for _, s := range suites {
+		img, kernel, initrd := s.files()
+		for _, f := range []string{img, kernel, initrd} {
+			if _, err := os.Stat(f); err != nil {
+				return "the " + s.what + " guest image is missing: " + err.Error()
+			}
 		}
 	}
 	return ""

@@ -39,7 +39,7 @@ var (
 // bootGuest boots the image with the share at /rig and waits for the guest to power off:
 // under KVM where /dev/kvm opens and a kernel starts on it, else under TCG (ANET_HOSTS_ACCEL
 // forces one). The image stays pristine (-snapshot); the guest has no network device.
-func bootGuest(t *testing.T, share, console string) guest {
+func bootGuest(t *testing.T, s suite, share, console string) guest {
 	t.Helper()
 	qemu, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
@@ -66,7 +66,7 @@ func bootGuest(t *testing.T, share, console string) guest {
 				t.Fatalf("ANET_HOSTS_TIMEOUT: %v", err)
 			}
 		}
-		g, fallback, err := runQEMU(t, qemu, accel, share, console, timeout, i < len(accels)-1)
+		g, fallback, err := runQEMU(t, s, qemu, accel, share, console, timeout, i < len(accels)-1)
 		if fallback != "" {
 			t.Logf("hosts rig: %s", fallback)
 			note = fallback
@@ -88,17 +88,20 @@ func bootGuest(t *testing.T, share, console string) guest {
 
 // runQEMU runs one boot. fallback is set (and err nil) when a KVM guest never printed the
 // kernel's banner and another accelerator may be tried.
-func runQEMU(t *testing.T, qemu, accel, share, console string, timeout time.Duration, mayFallBack bool) (g guest, fallback string, err error) {
+func runQEMU(t *testing.T, s suite, qemu, accel, share, console string, timeout time.Duration, mayFallBack bool) (g guest, fallback string, err error) {
 	t.Helper()
-	dir := filepath.Join(imageDir)
+	img, kernel, initrd := s.files()
+	cmdline := "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1"
+	if s.cmdline != "" {
+		cmdline += " " + s.cmdline
+	}
 	// -cpu max is everything the accelerator can give; arch-capabilities is left out because
 	// QEMU 7.2 asserts on a KVM host (a nested one) that refuses to set that MSR.
 	args := []string{
 		"-machine", "q35,accel=" + accel, "-cpu", "max,-arch-capabilities",
 		"-m", "3072", "-smp", "2", "-nographic", "-nic", "none", "-snapshot", "-no-reboot",
-		"-kernel", filepath.Join(dir, "vmlinuz"), "-initrd", filepath.Join(dir, "initrd.img"),
-		"-append", "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1",
-		"-drive", "file=" + filepath.Join(dir, "bookworm.img") + ",if=virtio,format=raw",
+		"-kernel", kernel, "-initrd", initrd, "-append", cmdline,
+		"-drive", "file=" + img + ",if=virtio,format=raw",
 		"-virtfs", "local,path=" + share + ",mount_tag=rig,security_model=none,id=rig",
 	}
 	con, err := os.Create(console)
@@ -113,7 +116,7 @@ func runQEMU(t *testing.T, qemu, accel, share, console string, timeout time.Dura
 	if err := cmd.Start(); err != nil {
 		return g, "", fmt.Errorf("start %s: %w", qemu, err)
 	}
-	t.Logf("hosts rig: booting the guest under %s (timeout %s): %s %s", strings.ToUpper(accel), timeout, qemu, strings.Join(args, " "))
+	t.Logf("hosts rig: booting the %s guest under %s (timeout %s): %s %s", s.what, strings.ToUpper(accel), timeout, qemu, strings.Join(args, " "))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	tick := time.NewTicker(250 * time.Millisecond)

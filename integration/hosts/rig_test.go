@@ -16,19 +16,31 @@ import (
 	"anet.dev/anet/internal/testharness"
 )
 
-// TestHosts boots the guest once and runs every scenario in it, then reports each scenario as
-// a subtest from what it left in the share (C4, S1–S8, L1, U3, F1, F2): out/NAME.rc is the
-// result, out/NAME.log what it printed, out/NAME.journal the guest's journal while it ran.
-// ANET_HOSTS_SCENARIO=NAME runs that scenario alone.
+// TestHosts boots each guest once and runs every scenario of its directory in it, then reports
+// each scenario as a subtest (TestHosts/SUITE/NAME) from what it left in the share (C4, S1–S8,
+// L1, L2, A1–A3, U3, F1, F2): out/NAME.rc is the result, out/NAME.log what it printed,
+// out/NAME.journal the guest's journal while it ran. ANET_HOSTS_SCENARIO=NAME runs that
+// scenario alone, in its guest, and =SUITE that guest's scenarios; the other guest does not boot.
 func TestHosts(t *testing.T) {
-	names := scenarios(t)
+	picked := scenarios(t)
 	logs := logDir(t)
-	share := filepath.Join(logs, "share")
-	prepareShare(t, share, names)
-	t.Logf("hosts rig: scenarios %s; logs in %s", strings.Join(names, " "), logs)
+	for _, s := range suites {
+		names := picked[s.name]
+		if len(names) == 0 {
+			continue
+		}
+		t.Run(s.name, func(t *testing.T) { runSuite(t, s, names, filepath.Join(logs, s.name)) })
+	}
+}
 
-	g := bootGuest(t, share, filepath.Join(logs, "console.log"))
-	t.Logf("hosts rig: %s; boot to the rig %s, whole run %s", g.accelNote, g.boot.Round(100*time.Millisecond), g.total.Round(100*time.Millisecond))
+// runSuite boots s's guest once for names and reports each of them.
+func runSuite(t *testing.T, s suite, names []string, logs string) {
+	share := filepath.Join(logs, "share")
+	prepareShare(t, s, share, names)
+	t.Logf("hosts rig: %s: scenarios %s; logs in %s", s.what, strings.Join(names, " "), logs)
+
+	g := bootGuest(t, s, share, filepath.Join(logs, "console.log"))
+	t.Logf("hosts rig: %s: %s; boot to the rig %s, whole run %s", s.what, g.accelNote, g.boot.Round(100*time.Millisecond), g.total.Round(100*time.Millisecond))
 	if b, err := os.ReadFile(filepath.Join(share, "out", "guest.txt")); err == nil {
 		t.Logf("hosts rig: guest:\n%s", strings.TrimSpace(string(b)))
 	}
@@ -37,7 +49,7 @@ func TestHosts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			log := readTail(filepath.Join(out, name+".log"), 0)
 			for _, line := range strings.Split(log, "\n") {
-				if strings.HasPrefix(line, "rig: time:") || strings.HasPrefix(line, "rig: scenario ") {
+				if strings.HasPrefix(line, "rig: time:") || strings.HasPrefix(line, "rig: scenario ") || strings.HasPrefix(line, "rig: note:") {
 					t.Log(strings.TrimPrefix(line, "rig: "))
 				}
 			}
@@ -59,26 +71,43 @@ func TestHosts(t *testing.T) {
 	}
 }
 
-// scenarios are the scenario names (scenarios/*.sh, in name order: the order run.sh runs
-// them), or the one ANET_HOSTS_SCENARIO names.
-func scenarios(t *testing.T) []string {
+// scenarios are the scenario names of each suite (DIR/*.sh, in name order: the order run.sh
+// runs them), or the one ANET_HOSTS_SCENARIO names (a suite's name: all of that suite's). A
+// name in two suites' dirs is an error: SCENARIO=NAME must pick one guest.
+func scenarios(t *testing.T) map[string][]string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("scenarios", "*.sh"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios/*.sh beside the test (%v)", err)
-	}
-	var names []string
-	for _, f := range files {
-		names = append(names, strings.TrimSuffix(filepath.Base(f), ".sh"))
-	}
-	slices.Sort(names)
-	if one := os.Getenv(envScenario); one != "" {
-		if !slices.Contains(names, one) {
-			t.Fatalf("%s=%s: no such scenario; there are %s", envScenario, one, strings.Join(names, " "))
+	out := map[string][]string{}
+	var all []string
+	where := map[string]string{}
+	for _, s := range suites {
+		files, err := filepath.Glob(filepath.Join(s.dir, "*.sh"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no %s/*.sh beside the test (%v)", s.dir, err)
 		}
-		return []string{one}
+		for _, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".sh")
+			if other, dup := where[name]; dup {
+				t.Fatalf("scenario %s is in both %s and %s", name, other, s.dir)
+			}
+			where[name] = s.dir
+			out[s.name] = append(out[s.name], name)
+			all = append(all, name)
+		}
+		slices.Sort(out[s.name])
 	}
-	return names
+	if one := os.Getenv(envScenario); one != "" {
+		if names, ok := out[one]; ok {
+			return map[string][]string{one: names}
+		}
+		for suite, names := range out {
+			if slices.Contains(names, one) {
+				return map[string][]string{suite: {one}}
+			}
+		}
+		slices.Sort(all)
+		t.Fatalf("%s=%s: no such scenario; there are %s", envScenario, one, strings.Join(all, " "))
+	}
+	return out
 }
 
 // envScenario picks one scenario (make host-test SCENARIO=NAME sets it).
@@ -105,9 +134,10 @@ func logDir(t *testing.T) string {
 	return dir
 }
 
-// prepareShare lays out what the guest mounts at /rig: run.sh and lib.sh, the scenarios, the
-// two packages, rig.env (what run.sh reads) and an empty out/.
-func prepareShare(t *testing.T, share string, names []string) {
+// prepareShare lays out what s's guest mounts at /rig: run.sh and lib.sh, its scenarios (in
+// scenarios/ there, whichever dir they come from), the two packages, rig.env (what run.sh
+// reads) and an empty out/.
+func prepareShare(t *testing.T, s suite, share string, names []string) {
 	t.Helper()
 	prep := testharness.PreparedDir()
 	if prep == "" {
@@ -125,16 +155,16 @@ func prepareShare(t *testing.T, share string, names []string) {
 	}
 	copyInto(t, "run.sh", filepath.Join(share, "run.sh"))
 	copyInto(t, "lib.sh", filepath.Join(share, "lib.sh"))
-	files, _ := filepath.Glob(filepath.Join("scenarios", "*.sh"))
+	files, _ := filepath.Glob(filepath.Join(s.dir, "*.sh"))
 	for _, f := range files {
 		copyInto(t, f, filepath.Join(share, "scenarios", filepath.Base(f)))
 	}
 	for _, pv := range []string{v, v + upgradeSuffix} {
 		copyInto(t, filepath.Join(prep, debDir, debName(pv)), filepath.Join(share, "debs", debName(pv)))
 	}
-	one := ""
-	if len(names) == 1 {
-		one = os.Getenv(envScenario)
+	one := "" // run.sh runs every scenario in the share, or this one
+	if os.Getenv(envScenario) != "" && len(names) == 1 {
+		one = names[0]
 	}
 	env := fmt.Sprintf("ANET_RIG_SCENARIO=%s\nANET_RIG_DEB=%s\nANET_RIG_DEB_UPGRADE=%s\nANET_RIG_VERSION=%s\nANET_RIG_UPGRADE_VERSION=%s\n",
 		shq(one), shq(debName(v)), shq(debName(v+upgradeSuffix)), shq(v), shq(v+upgradeSuffix))
