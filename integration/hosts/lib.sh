@@ -108,3 +108,21 @@ aa_labels() {
 
 # userns_check prints doctor's host.userns check as op (a Python dict's text).
 userns_check() { as_op anet doctor --json | json_get '[c for c in j["checks"] if c["name"]=="host.userns"][0]'; }
+
+# in_service CMD… runs CMD as op from anet-service, the child cgroup of op's anetd unit where
+# the node's own processes live, as a process of the node would (anetd's helpers run there):
+# root moves this subshell in, then drops to op without PAM, so nothing moves it out again.
+# stdin is closed.
+in_service() {
+  local svc uid
+  svc=/sys/fs/cgroup$(as_op systemctl --user show anetd -p ControlGroup --value)/anet-service
+  uid=$(id -u op)
+  [[ -d $svc ]] || fail "in_service: $svc does not exist"
+  (
+    echo "$BASHPID" >"$svc/cgroup.procs"
+    cd /home/op
+    exec setpriv --reuid="$uid" --regid="$(id -g op)" --init-groups -- env -i HOME=/home/op USER=op LOGNAME=op \
+      PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/$uid \
+      DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$uid/bus "$@" </dev/null
+  )
+}

@@ -53,6 +53,9 @@ func (s suite) files() (img, kernel, initrd string) {
 // The packages Prepare builds: the release .deb of this tree, and the same tree at a higher
 // version for the upgrade scenario.
 const (
+	benchDir      = "bench" // the launch bench, in the prepared dir and the share
+	benchName     = "benchcompare"
+	goPid1Name    = "gopid1"
 	debDir        = "debs"
 	versionFile   = "version"
 	upgradeSuffix = "+rig1"
@@ -115,6 +118,22 @@ func buildPackages(dir string) error {
 		}
 		if err := os.RemoveAll(dist); err != nil {
 			return err
+		}
+	}
+	// The launch bench (make bench-compare's launch section) and its empty Go pid 1, static,
+	// for the guest, which has no Go toolchain.
+	for _, b := range []struct{ out, pkg, tags string }{
+		{benchName, "./internal/benchcompare", "anettest"},
+		{goPid1Name, "./internal/benchcompare/gopid1", ""},
+	} {
+		args := []string{"-C", root, "build", "-trimpath", "-o", filepath.Join(dir, benchDir, b.out)}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
+		cmd := exec.Command("go", append(args, b.pkg)...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, versionFile), []byte(v+"\n"), 0o644)

@@ -148,7 +148,7 @@ func prepareShare(t *testing.T, s suite, share string, names []string) {
 		t.Fatalf("the package version: %v", err)
 	}
 	v := strings.TrimSpace(string(vb))
-	for _, d := range []string{"scenarios", "debs", "out"} {
+	for _, d := range []string{"scenarios", "debs", "out", benchDir} {
 		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -161,6 +161,9 @@ func prepareShare(t *testing.T, s suite, share string, names []string) {
 	}
 	for _, pv := range []string{v, v + upgradeSuffix} {
 		copyInto(t, filepath.Join(prep, debDir, debName(pv)), filepath.Join(share, "debs", debName(pv)))
+	}
+	for _, b := range []string{benchName, goPid1Name} {
+		copyInto(t, filepath.Join(prep, benchDir, b), filepath.Join(share, benchDir, b))
 	}
 	one := "" // run.sh runs every scenario in the share, or this one
 	if os.Getenv(envScenario) != "" && len(names) == 1 {

@@ -30,6 +30,9 @@ type config struct {
 	bin     string // the node's binaries
 	only    map[string]bool
 	rounds  int
+	// goPid1 is a prebuilt empty Go pid 1 (internal/benchcompare/gopid1), for a host with no
+	// Go toolchain (the hosts rig's guest); empty: built here.
+	goPid1 string
 }
 
 func main() {
@@ -40,6 +43,7 @@ func main() {
 	flag.StringVar(&cfg.bin, "bin", "bin", "`DIR` of the node's binaries (make build)")
 	flag.StringVar(&only, "only", "", "comma-separated sections to run: launch, model, tunnel, evidence, rss")
 	flag.IntVar(&cfg.rounds, "rounds", 0, "repetitions per measurement (0: each section's default)")
+	flag.StringVar(&cfg.goPid1, "gopid1", "", "a prebuilt empty Go pid 1 (`FILE`) for the launch floor, where no Go toolchain is (default: build it)")
 	flag.BoolVar(&asJSON, "json", false, "print the metrics as JSON")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 	flag.Parse()

@@ -44,18 +44,6 @@ say "doctor: limits '$limits', mechanism '$mech', node.limits: $detail"
 [[ "$detail" == *"delegated cgroup v2 subtree $unit"* ]] || fail "doctor's limits check does not name the subtree $unit"
 ok "doctor: full, cgroup v2 delegated, $unit"
 
-# in_service CMD… runs CMD as op from the unit's anet-service, as a process of the node
-# (anetd's helpers run there): root moves this subshell in, then drops to op without PAM, so
-# nothing moves it out again. stdin is closed.
-in_service() {
-  (
-    echo "$BASHPID" >"$svc/cgroup.procs"
-    cd /home/op
-    exec setpriv --reuid="$uid" --regid="$(id -g op)" --init-groups -- env -i HOME=/home/op USER=op LOGNAME=op \
-      PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 XDG_RUNTIME_DIR=/run/user/$uid \
-      DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$uid/bus "$@" </dev/null
-  )
-}
 leaves() { find "$unit" -mindepth 1 -maxdepth 1 -type d -name 'anet-run-*' -printf '%f\n' | sort; }
 # new_leaf BEFORE prints the leaf that is not in the list BEFORE; has_new_leaf BEFORE says
 # whether there is one (wait_for runs its arguments again each time: a function, so that
