@@ -41,8 +41,8 @@ done
 ok "user@1000.service controllers: $(cat "$ctl")"
 say "the system is up: $(systemctl is-system-running || true)"
 
-say "the guest is offline: lo is its only link, and its resolver is on loopback"
+say "the guest is offline: lo is its only link, and resolv.conf names no name server (H5: the node must work so)"
 links=$(ip -o link | awk -F': ' '{print $2}' | tr '\n' ' ')
 [[ "$links" == "lo " ]] || fail "links: $links"
-[[ "$(grep -v '^#' /etc/resolv.conf | grep .)" == "nameserver 127.0.0.1" ]] || fail "resolv.conf: $(cat /etc/resolv.conf)"
+grep -q '^[[:space:]]*nameserver' /etc/resolv.conf && fail "resolv.conf names a name server: $(cat /etc/resolv.conf)"
 ok "links: $links"
