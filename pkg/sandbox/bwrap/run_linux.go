@@ -567,8 +567,14 @@ func (r *run) finish(waitErr error) {
 	}
 	switch {
 	case r.setupErr != nil:
+		// bwrap may have died first, and the set-up step failed because it did: its own last
+		// words name the cause (Ubuntu's restriction: userns_blocked) where they have one.
+		code := reasons.SandboxStartFailed
+		if msg := strings.TrimSpace(r.stderr.String()); msg != "" {
+			code = classifyStart(msg, usernsRestricted())
+		}
 		o.ExitCode = -1
-		o.Err = reasons.New(reasons.SandboxStartFailed, r.setupErr.Error())
+		o.Err = reasons.New(code, r.setupErr.Error())
 	case r.gotExit:
 		o.ExitCode, o.Signal = r.exitCode, launch.SignalOf(r.exitCode)
 	case limit != "" || r.Killed():
