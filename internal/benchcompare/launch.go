@@ -45,7 +45,7 @@ func runLaunch(cfg config, rep *report) error {
 	// floor of any init written in Go (the node's is one), beside bwrap's own C pid 1.
 	var goPid1 func() (float64, error)
 	goPid1Missing := ""
-	stub, err := cfg.goPid1, error(nil)
+	stub := cfg.goPid1
 	if stub == "" {
 		stub, err = buildGoPid1(tmp)
 	}

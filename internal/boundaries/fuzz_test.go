@@ -18,7 +18,7 @@ var readsForeignBytes = map[string]string{
 	"pkg/privsep":               "the helpers' socketpair framing",
 	"pkg/sandbox/vm":            "the guest link protocol",
 	"pkg/sandbox/vm/guestimage": "the kernel package's bzImage and the initramfs writer's entries",
-	"pkg/egress":                "an agent's ClientHello and CONNECT names",
+	"pkg/egress":                "an agent's ClientHello and CONNECT names, the host's resolv.conf",
 	"pkg/hostname":              "host names and their punycode",
 	"pkg/modelproxy":            "an upstream's answers, the key scrubbed from them",
 	"pkg/modelproxy/rules":      "an agent's model requests",

@@ -151,6 +151,10 @@ func classifyStart(msg string, restricted bool) reasons.Code {
 	return reasons.SandboxStartFailed
 }
 
+// startReason is the reason code of a start that bwrap ended with msg on its stderr: every
+// path of a failed start (probed, unprobed, a set-up step bwrap died under) names it so.
+func startReason(msg string) reasons.Code { return classifyStart(msg, usernsRestricted()) }
+
 // usernsRestricted reports whether AppArmor restricts unprivileged user namespaces on this
 // host (kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu 23.10 and later).
 func usernsRestricted() bool {

@@ -89,7 +89,7 @@ func (l *Backend) StartProbed(ctx context.Context, p *launch.Plan, stdio sandbox
 		// The run ended before init reported: bwrap's own last words say why, as for a run
 		// that is not probed (a refused user namespace, a network namespace that failed).
 		last := sandbox.LastLine(r.stderr.String())
-		return failed(classifyStart(last, usernsRestricted()), fmt.Sprintf("%v (exit %d): %s", err, out.ExitCode, last))
+		return failed(startReason(last), fmt.Sprintf("%v (exit %d): %s", err, out.ExitCode, last))
 	}
 	res := g.Judge(checks)
 	res.Limits, res.Warnings = r.cgroup, warn

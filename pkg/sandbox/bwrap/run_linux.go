@@ -571,7 +571,7 @@ func (r *run) finish(waitErr error) {
 		// words name the cause (Ubuntu's restriction: userns_blocked) where they have one.
 		code := reasons.SandboxStartFailed
 		if msg := strings.TrimSpace(r.stderr.String()); msg != "" {
-			code = classifyStart(msg, usernsRestricted())
+			code = startReason(msg)
 		}
 		o.ExitCode = -1
 		o.Err = reasons.New(code, r.setupErr.Error())
@@ -585,7 +585,7 @@ func (r *run) finish(waitErr error) {
 			msg = waitErr.Error()
 		}
 		o.ExitCode = -1
-		o.Err = reasons.New(classifyStart(msg, usernsRestricted()), sandbox.LastLine(msg))
+		o.Err = reasons.New(startReason(msg), sandbox.LastLine(msg))
 	}
 	if r.pidfd >= 0 {
 		unix.Close(r.pidfd)
