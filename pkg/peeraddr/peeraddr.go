@@ -49,7 +49,7 @@ func Problem(addr string) string {
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if ip.Zone() != "" {
-			return fmt.Sprintf("%q: an IPv6 zone (%%%s) is not allowed; give an address the peer can be reached at", addr, ip.Zone())
+			return fmt.Sprintf("%q: an IPv6 zone (%q) is not allowed; give an address the peer can be reached at", addr, "%"+ip.Zone())
 		}
 		if ip.IsUnspecified() {
 			return fmt.Sprintf("%q: %s is no host to dial", addr, host)
