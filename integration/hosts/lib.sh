@@ -86,6 +86,24 @@ ensure_op_node() {
   wait_for 60 as_op anet status || fail "anet status does not answer after start"
 }
 
+# ensure_op2_node starts op2's node as the system template anetd@op2.service, with its own peer
+# port and op_config's placeholder back-end, once.
+ensure_op2_node() {
+  ensure_installed
+  if systemctl is-active --quiet anetd@op2.service; then return 0; fi
+  if [[ ! -f /home/op2/.config/anet/config.yaml ]]; then
+    as_op2 mkdir -p /home/op2/.config/anet
+    as_op2 sh -c 'umask 022; printf "%s\n" "listen: \"127.0.0.1:7421\"" "auto_reply:" "  backend: openai" >~/.config/anet/config.yaml'
+    as_op2 sh -c 'umask 077; printf "%s\n" "openai: sk-rig-placeholder-not-a-key" >~/.config/anet/keys.yaml'
+  fi
+  systemctl daemon-reload
+  timed "systemctl enable --now anetd@op2" systemctl enable --now anetd@op2.service || {
+    systemctl status anetd@op2.service --no-pager || true
+    fail "systemctl enable --now anetd@op2"
+  }
+  wait_for 60 as_op2 anet status || fail "anet status as op2 does not answer after start"
+}
+
 # aa_labels WHEN (the AppArmor scenarios) starts a run as op that prints its own AppArmor label
 # and CapEff, then waits; while it waits, bwrap's label is read from outside. Sets run_label,
 # run_capeff and bwrap_label.

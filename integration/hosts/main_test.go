@@ -53,9 +53,11 @@ func (s suite) files() (img, kernel, initrd string) {
 // The packages Prepare builds: the release .deb of this tree, and the same tree at a higher
 // version for the upgrade scenario.
 const (
-	benchDir      = "bench" // the launch bench, in the prepared dir and the share
+	toolsDir      = "tools" // programs for the guest, in the prepared dir and the share
 	benchName     = "benchcompare"
 	goPid1Name    = "gopid1"
+	standinName   = "standin" // the stand-in api.anthropic.com (./standin)
+	claudeName    = "claude"  // the pinned claude CLI, copied from the test agents' prefix
 	debDir        = "debs"
 	versionFile   = "version"
 	upgradeSuffix = "+rig1"
@@ -120,13 +122,14 @@ func buildPackages(dir string) error {
 			return err
 		}
 	}
-	// The launch bench (make bench-compare's launch section) and its empty Go pid 1, static,
-	// for the guest, which has no Go toolchain.
+	// The launch bench (make bench-compare's launch section) and its empty Go pid 1, and the
+	// stand-in model service, static, for the guest, which has no Go toolchain.
 	for _, b := range []struct{ out, pkg, tags string }{
 		{benchName, "./internal/benchcompare", "anettest"},
 		{goPid1Name, "./internal/benchcompare/gopid1", ""},
+		{standinName, "./integration/hosts/standin", ""},
 	} {
-		args := []string{"-C", root, "build", "-trimpath", "-o", filepath.Join(dir, benchDir, b.out)}
+		args := []string{"-C", root, "build", "-trimpath", "-o", filepath.Join(dir, toolsDir, b.out)}
 		if b.tags != "" {
 			args = append(args, "-tags", b.tags)
 		}

@@ -148,7 +148,7 @@ func prepareShare(t *testing.T, s suite, share string, names []string) {
 		t.Fatalf("the package version: %v", err)
 	}
 	v := strings.TrimSpace(string(vb))
-	for _, d := range []string{"scenarios", "debs", "out", benchDir} {
+	for _, d := range []string{"scenarios", "debs", "out", toolsDir} {
 		if err := os.MkdirAll(filepath.Join(share, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -162,8 +162,11 @@ func prepareShare(t *testing.T, s suite, share string, names []string) {
 	for _, pv := range []string{v, v + upgradeSuffix} {
 		copyInto(t, filepath.Join(prep, debDir, debName(pv)), filepath.Join(share, "debs", debName(pv)))
 	}
-	for _, b := range []string{benchName, goPid1Name} {
-		copyInto(t, filepath.Join(prep, benchDir, b), filepath.Join(share, benchDir, b))
+	for _, b := range []string{benchName, goPid1Name, standinName} {
+		copyInto(t, filepath.Join(prep, toolsDir, b), filepath.Join(share, toolsDir, b))
+	}
+	if slices.Contains(names, claudeScenario) { // 370 MB: only for the guest that runs it
+		copyInto(t, claudeProgram(t), filepath.Join(share, toolsDir, claudeName))
 	}
 	one := "" // run.sh runs every scenario in the share, or this one
 	if os.Getenv(envScenario) != "" && len(names) == 1 {
@@ -174,6 +177,25 @@ func prepareShare(t *testing.T, s suite, share string, names []string) {
 	if err := os.WriteFile(filepath.Join(share, "rig.env"), []byte(env), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// claudeScenario is the scenario that runs the real claude CLI in the guest.
+const claudeScenario = "j-claude"
+
+// claudeProgram is the pinned claude CLI the integration tests run (.ci/npm-agents.sh installs
+// it): its native program, which j-claude installs in the guest as npm would. Without it the
+// rig fails here, loudly, naming the command that installs it.
+func claudeProgram(t *testing.T) string {
+	t.Helper()
+	prefix := os.Getenv("ANET_TEST_AGENTS_DIR")
+	if prefix == "" {
+		prefix = "/opt/anet-test-agents"
+	}
+	p, err := filepath.EvalSymlinks(filepath.Join(prefix, "bin", "claude"))
+	if err != nil {
+		t.Fatalf("the pinned claude CLI for j-claude: %v (install it as root: bash .ci/npm-agents.sh)", err)
+	}
+	return p
 }
 
 // shq quotes s for a shell's single quotes.

@@ -7,21 +7,11 @@ set -euo pipefail
 . "$ANET_RIG_LIB"
 ensure_installed
 
-say "op2's configuration: its own peer port, the openai back-end and a placeholder key"
-as_op2 mkdir -p /home/op2/.config/anet
-as_op2 sh -c 'umask 022; printf "%s\n" "listen: \"127.0.0.1:7421\"" "auto_reply:" "  backend: openai" >~/.config/anet/config.yaml'
-as_op2 sh -c 'umask 077; printf "%s\n" "openai: sk-rig-placeholder-not-a-key" >~/.config/anet/keys.yaml'
-systemctl daemon-reload
-timed "systemctl enable --now anetd@op2" systemctl enable --now anetd@op2.service || {
-  systemctl status anetd@op2.service --no-pager || true
-  fail "systemctl enable --now anetd@op2"
-}
+say "op2's node: the system template, its own peer port, the openai back-end and a placeholder key"
+ensure_op2_node
 [[ "$(systemctl is-active anetd@op2.service)" == active ]] || fail "anetd@op2 is $(systemctl is-active anetd@op2.service)"
 [[ "$(systemctl show anetd@op2.service -p User --value)" == op2 ]] || fail "anetd@op2 does not run as op2"
 ok "anetd@op2 active as $(ps -o user= -p "$(systemctl show anetd@op2.service -p MainPID --value)")"
-
-say "XDG_RUNTIME_DIR=/run/anetd-op2 anet status, as op2"
-wait_for 60 as_op2 anet status || fail "anet status as op2"
 as_op2 anet status
 say "anet doctor as op2: the probe passes under the hardened unit"
 set +e

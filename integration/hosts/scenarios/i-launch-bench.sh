@@ -14,7 +14,7 @@ ensure_op_node
 command -v setpriv >/dev/null || fail "setpriv (util-linux) is missing"
 bench=$ANET_RIG_WORK/bench
 mkdir -p "$bench"
-cp "$ANET_RIG_SHARE/bench/benchcompare" "$ANET_RIG_SHARE/bench/gopid1" "$bench/"
+cp "$ANET_RIG_SHARE/tools/benchcompare" "$ANET_RIG_SHARE/tools/gopid1" "$bench/"
 chmod 755 "$bench" "$bench"/*
 rounds=${ANET_RIG_BENCH_ROUNDS:-9}
 args=(-only launch -bin /usr/libexec/anet -gopid1 "$bench/gopid1" -anchors /nonexistent -rounds "$rounds")

@@ -71,17 +71,24 @@ var fakeKnownBetas = map[string]bool{
 // the operator's key it demands, placeholder the run token that must never arrive, pinned the
 // only model it accepts as correct.
 func NewUpstream(ca *localca.Authority, key, placeholder, pinned string) *Upstream {
-	f := &Upstream{key: key, placeholder: placeholder, pinned: pinned, usage: Usage{Input: 3, Output: 1}, models: map[string]int{
-		"claude-opus-5-5": 128000, "claude-sonnet-5-5": 64000, "claude-haiku-5-5": 64000,
-		"gpt-6": 128000, "gpt-6-mini": 128000, "gpt-6-luna": 64000,
-	}}
-	f.conns = map[net.Conn]bool{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		// Only its own loopback: a machine that cannot listen there cannot run anything of
 		// the node either.
 		panic(fmt.Sprintf("standin: listen on loopback: %v", err))
 	}
+	return ServeUpstream(ln, ca, key, placeholder, pinned)
+}
+
+// ServeUpstream is NewUpstream on a listener the caller chose: the hosts rig's stand-in
+// (integration/hosts/standin) plays api.anthropic.com on a guest's 127.0.0.1:443, where a
+// release build reaches it through /etc/hosts and the guest's own CA store.
+func ServeUpstream(ln net.Listener, ca *localca.Authority, key, placeholder, pinned string) *Upstream {
+	f := &Upstream{key: key, placeholder: placeholder, pinned: pinned, usage: Usage{Input: 3, Output: 1}, models: map[string]int{
+		"claude-opus-5-5": 128000, "claude-sonnet-5-5": 64000, "claude-haiku-5-5": 64000,
+		"gpt-6": 128000, "gpt-6-mini": 128000, "gpt-6-luna": 64000,
+	}}
+	f.conns = map[net.Conn]bool{}
 	f.ln = ln
 	f.srv = &http.Server{
 		Handler: http.HandlerFunc(f.serve),
