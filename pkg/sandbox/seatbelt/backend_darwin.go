@@ -28,10 +28,6 @@ func init() {
 	launch.Register(Name, func(o launch.Options) (launch.Backend, error) { return New(o) })
 }
 
-// PATH is a macOS run's PATH: Homebrew's prefixes (Apple silicon, then Intel) before the
-// system's, so an agent's `#!/usr/bin/env node` finds node.
-const PATH = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
-
 // Shape is what anetd must know of a Seatbelt run: it shares the host's loopback and sees
 // host paths.
 var Shape = sandbox.RunShape{Endpoint: sandbox.EndpointLoopback, HostPaths: true}
@@ -276,7 +272,7 @@ func (b *Backend) SelfTest(ctx context.Context, o launch.SelfTestOptions) ([]che
 	in := checkInput{
 		Home: home, Tmp: tmp, Work: work, OperatorHome: b.home, UserTemp: b.userTemp, Hidden: existing(spec.Hidden),
 		Self: b.self, Keychain: "/usr/bin/security", Setuid: []string{"/usr/bin/sudo", "-n", "/usr/bin/id", "-u"},
-		External: External, Limits: &lim, Env: envNames(sandbox.HostPathEnv(home, tmp, PATH), nil),
+		External: External, Limits: &lim, Env: envNames(RunEnv(home, tmp, nil), nil),
 	}
 	// Each program runs as a run of its own, started as anetd's are, one after the other in
 	// the same run dirs (a run's dirs are made fresh and removed with it).

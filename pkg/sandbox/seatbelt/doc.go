@@ -1,11 +1,13 @@
 // Package seatbelt is the macOS isolation backend of pkg/sandbox/launch (registered as
 // "seatbelt" on darwin): runs start under /usr/bin/sandbox-exec with one static profile
 // (profile.sb, embedded) that denies everything by default and opens only system libraries
-// and tools, the run's own home, tmp and work dir, the agent's installation and the run's
-// endpoint on the host loopback (M1).
+// and tools, the active developer dir (DeveloperDir) and Homebrew OpenSSL's public files,
+// the run's own home, tmp and work dir, the agent's installation, the run's own terminals and
+// the run's endpoint on the host loopback (M1).
 //
-// What is pure, and tested on every platform: the profile and its parameters (Params), the
-// argument list (Argv, golden-tested), the profile linter (Lint: an S-expression parser
+// What is pure, and tested on every platform: the profile and its parameters (Params, the
+// developer dir's lookup DeveloperDir), what the profile grants (read by its last-match rule
+// in the tests), the argument list (Argv, golden-tested) and the environment (RunEnv), the profile linter (Lint: an S-expression parser
 // and a list of forms a profile must never contain), the self-check items that run inside
 // the profile (RunChecks), the host-side canaries they aim at, and the limits wrapper that
 // sets a run's resource limits before sandbox-exec (Wrap). What needs a Mac lives in the

@@ -43,7 +43,11 @@ const (
 	RuleBroadPath   = "broad-path"   // no allow opens "/", a home, the data volume or a shared temp dir
 	RuleWrite       = "write"        // writes go to the run's own dirs (and a few devices) only
 	RuleNetwork     = "network"      // outbound only to localhost:<one port>; never (local ip …)
-	RuleMachService = "mach-service" // only the reviewed system services
+	RuleMachService = "mach-service" // only the reviewed system services, each by name
+	RuleTTY         = "tty"          // a terminal only with the pty extension: the run's own
+	RuleLink        = "link"         // hard links of files in the run's own dirs only
+	RuleKeyDir      = "key-dir"      // nothing of OpenSSL's private key dirs is readable
+	RuleIPC         = "ipc"          // named shared memory only by the reviewed names
 )
 
 // unfilteredOK are the operations an allow may give with no filter: none reaches a file, the
@@ -54,29 +58,71 @@ var unfilteredOK = map[string]bool{"process-fork": true, "mach-host*": true, "ip
 var fileOps = map[string]bool{
 	"file-read*": true, "file-read-data": true, "file-read-metadata": true, "file-write*": true,
 	"file-write-data": true, "file-ioctl": true, "file-map-executable": true, "process-exec": true,
+	"file-link": true,
 }
+
+// ptyOps are the file operations the run's own terminals may be given.
+var ptyOps = map[string]bool{
+	"file-read*": true, "file-read-data": true, "file-read-metadata": true, "file-write*": true,
+	"file-write-data": true, "file-ioctl": true,
+}
+
+// shmOps are the named shared memory operations an allow may give, each with a name filter;
+// shmReadOps of them only read.
+var (
+	shmOps = map[string]bool{
+		"ipc-posix-shm-read*": true, "ipc-posix-shm-read-data": true, "ipc-posix-shm-read-metadata": true,
+		"ipc-posix-shm-write-create": true, "ipc-posix-shm-write-unlink": true,
+	}
+	shmReadOps = map[string]bool{"ipc-posix-shm-read*": true, "ipc-posix-shm-read-data": true, "ipc-posix-shm-read-metadata": true}
+)
+
+// reviewedShm are the shared memory segments a run may read, by name: notify(3)'s page of
+// notification state, which the system writes and every process reads.
+var reviewedShm = map[string]bool{"apple.shm.notification_center": true}
+
+// kmpRegex is the one pattern of shared memory names a run may make and remove: libomp's
+// registration, one per process, named by its pid.
+const kmpRegex = `^/__KMP_REGISTERED_LIB_[0-9]+$`
+
+// ptyExtension marks a terminal made through /dev/ptmx inside the sandbox.
+const ptyExtension = "com.apple.sandbox.pty"
+
+// keyDirs are OpenSSL's private key dirs under Homebrew's prefixes (<OPENSSLDIR>/private).
+// Their siblings (openssl.cnf, cert.pem, certs) are public; they are not.
+var keyDirs = []string{
+	"/opt/homebrew/etc/openssl@3/private", "/opt/homebrew/etc/openssl@1.1/private", "/opt/homebrew/etc/openssl/private",
+	"/usr/local/etc/openssl@3/private", "/usr/local/etc/openssl@1.1/private", "/usr/local/etc/openssl/private",
+}
+
+// keyDirName is any OpenSSL private dir by its name, wherever it is.
+var keyDirName = regexp.MustCompile(`/openssl[^/]*/private(/|$)`)
 
 // writeOps are the file operations that change something.
 var writeOps = map[string]bool{"file-write*": true, "file-write-data": true}
 
 // refusedOps are operations an allow must never give, with why.
 var refusedOps = map[string]string{
-	"default":               "(allow default) opens everything the profile denies",
-	"network*":              "every network operation, inbound and bind included",
-	"network-inbound":       "a run accepts no connection",
-	"network-bind":          "a run listens on nothing: a bound loopback port is reachable by every local program",
-	"user-preference-read":  "the operator's preferences (cfprefsd) can hold tokens",
-	"user-preference-write": "the operator's preferences (cfprefsd) are not the run's",
-	"lsopen":                "Launch Services starts programs outside the sandbox",
-	"appleevent-send":       "Apple events drive programs outside the sandbox",
-	"sysctl-write":          "kernel settings are not the run's",
-	"mach-register":         "a run offers no service to the system",
-	"process-exec*":         "process-exec* includes exec without the sandbox",
-	"file*":                 "every file operation",
-	"mach*":                 "every Mach operation",
-	"process*":              "every process operation",
-	"iokit*":                "every IOKit operation",
-	"system*":               "every system operation",
+	"default":                  "(allow default) opens everything the profile denies",
+	"network*":                 "every network operation, inbound and bind included",
+	"network-inbound":          "a run accepts no connection",
+	"network-bind":             "a run listens on nothing: a bound loopback port is reachable by every local program",
+	"user-preference-read":     "the operator's preferences (cfprefsd) can hold tokens",
+	"user-preference-write":    "the operator's preferences (cfprefsd) are not the run's",
+	"lsopen":                   "Launch Services starts programs outside the sandbox",
+	"appleevent-send":          "Apple events drive programs outside the sandbox",
+	"sysctl-write":             "kernel settings are not the run's",
+	"mach-register":            "a run offers no service to the system",
+	"process-exec*":            "process-exec* includes exec without the sandbox",
+	"file*":                    "every file operation",
+	"mach*":                    "every Mach operation",
+	"process*":                 "every process operation",
+	"ipc-posix*":               "every named semaphore and shared memory segment of the host",
+	"ipc-posix-shm":            "every named shared memory segment of the host, other programs' included",
+	"ipc-posix-shm*":           "every named shared memory segment of the host, other programs' included",
+	"ipc-posix-shm-write-data": "writes into shared memory other programs read",
+	"iokit*":                   "every IOKit operation",
+	"system*":                  "every system operation",
 }
 
 // otherOps are the non-file operations an allow may give; their filters are checked by op.
@@ -84,14 +130,19 @@ var otherOps = map[string]bool{
 	"process-fork": true, "signal": true, "process-info*": true, "network-outbound": true,
 	"system-socket": true, "mach-lookup": true, "mach-host*": true, "ipc-posix-sem": true,
 	"iokit-open": true, "sysctl-read": true, "pseudo-tty": true,
+	"ipc-posix-shm-read*": true, "ipc-posix-shm-read-data": true, "ipc-posix-shm-read-metadata": true,
+	"ipc-posix-shm-write-create": true, "ipc-posix-shm-write-unlink": true,
 }
 
 // reviewedMach are the system services a run may look up, each reviewed: what a run can ask
-// of them is no more than its own user information, certificate trust and notifications.
+// of them is no more than its own user and group information, certificate trust,
+// notifications and where its user's temp dirs are.
 var reviewedMach = map[string]bool{
-	"com.apple.system.opendirectoryd.libinfo": true,
-	"com.apple.trustd.agent":                  true,
-	"com.apple.system.notification_center":    true,
+	"com.apple.system.opendirectoryd.libinfo":    true,
+	"com.apple.system.opendirectoryd.membership": true,
+	"com.apple.trustd.agent":                     true,
+	"com.apple.system.notification_center":       true,
+	"com.apple.bsd.dirhelper":                    true,
 }
 
 // refusedMach are services known to open something a run must not reach, with why.
@@ -126,7 +177,8 @@ var writableConstants = map[string]string{ // path → filter
 	"/dev/null": "literal", "/dev/zero": "literal", "/dev/ptmx": "literal", "/dev/fd": "subpath",
 }
 
-var ttyRegex = `^/dev/ttys[0-9]+$`
+// ttyRegex names the user's terminals; a rule may use it only beside the pty extension.
+const ttyRegex = `^/dev/ttys[0-9]+$`
 
 var (
 	paramName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
@@ -318,7 +370,14 @@ func (c *linter) allow(f *node, ops, filters []*node) {
 			continue
 		}
 		if len(filters) == 0 {
-			if !unfilteredOK[name] {
+			switch {
+			case name == "mach-lookup":
+				c.fail(RuleMachService, f, "(allow mach-lookup) without a global-name filter reaches every service of the system, the keychain's and Launch Services' included")
+			case name == "file-link":
+				c.fail(RuleLink, f, "(allow file-link) without a filter lets the run give any file it can name a second name in its own dirs")
+			case shmOps[name]:
+				c.fail(RuleIPC, f, "(allow "+name+") without a name filter reaches every shared memory segment of the host")
+			case !unfilteredOK[name]:
 				c.fail(RuleUnfiltered, f, "(allow "+name+") without a filter opens it everywhere")
 			}
 			continue
@@ -333,17 +392,68 @@ func (c *linter) allow(f *node, ops, filters []*node) {
 	}
 }
 
+// isPtyFilter reports whether flt is the run's own terminals: (require-all (regex tty) (extension pty)),
+// in either order, and nothing else.
+func isPtyFilter(flt *node) bool {
+	if flt.head() != "require-all" || len(flt.kids) != 3 {
+		return false
+	}
+	var re, ext bool
+	for _, k := range flt.kids[1:] {
+		switch {
+		case k.head() == "regex" && len(k.kids) == 2 && k.kids[1].kind == nodeRegex && k.kids[1].text == ttyRegex:
+			re = true
+		case k.head() == "extension" && len(k.kids) == 2 && k.kids[1].kind == nodeString && k.kids[1].text == ptyExtension:
+			ext = true
+		}
+	}
+	return re && ext
+}
+
+// isTerminal reports whether path names a terminal device: /dev/tty (the controlling
+// terminal), /dev/ttys* and /dev/tty* (every terminal of the user), /dev/pty* (their
+// masters).
+func isTerminal(path string) bool {
+	return strings.HasPrefix(path, "/dev/tty") || strings.HasPrefix(path, "/dev/pty")
+}
+
+// inKeyDir reports whether a filter of kind on path reaches an OpenSSL private key dir:
+// a path in one, or a subpath holding one.
+func inKeyDir(kind, path string) bool {
+	if keyDirName.MatchString(path) {
+		return true
+	}
+	for _, d := range keyDirs {
+		if kind == "subpath" && within(d, path) || within(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
 // pathFilter checks one filter of a file operation (or process-exec).
 func (c *linter) pathFilter(f *node, op string, flt *node) {
 	kind := flt.head()
-	if kind == "regex" {
-		if len(flt.kids) != 2 || flt.kids[1].kind != nodeRegex || flt.kids[1].text != ttyRegex {
-			c.fail(RuleFilter, flt, "the only regex a run may be given is "+ttyRegex+" (its own terminals)")
+	switch {
+	case isPtyFilter(flt):
+		if !ptyOps[op] {
+			c.fail(RuleTTY, flt, "the run's own terminals are read, written and controlled, not "+op)
 		}
 		return
-	}
-	if kind != "subpath" && kind != "literal" && kind != "path-ancestors" {
-		c.fail(RuleFilter, flt, "a file rule takes subpath, literal or path-ancestors filters only (no prefix, require-* or other compound)")
+	case kind == "regex":
+		if len(flt.kids) == 2 && flt.kids[1].kind == nodeRegex && (strings.Contains(flt.kids[1].text, "tty") || strings.Contains(flt.kids[1].text, "pty")) {
+			c.fail(RuleTTY, flt, `a terminal regex without (extension "`+ptyExtension+`") matches every terminal of the user, the operator's included: only (require-all (regex #"`+ttyRegex+`") (extension "`+ptyExtension+`"))`)
+			return
+		}
+		c.fail(RuleFilter, flt, "a file rule takes no regex but the run's own terminals' (with the pty extension)")
+		return
+	case kind != "subpath" && kind != "literal" && kind != "path-ancestors":
+		c.fail(RuleFilter, flt, "a file rule takes subpath, literal or path-ancestors filters only (no prefix, require-* or other compound but the pty form)")
 		return
 	}
 	if len(flt.kids) != 2 {
@@ -355,11 +465,18 @@ func (c *linter) pathFilter(f *node, op string, flt *node) {
 		c.fail(RuleFilter, flt, `a path is a string, (param "X") or (string-append …) of those`)
 		return
 	}
-	if kind == "path-ancestors" && op != "file-read-metadata" {
-		c.fail(RuleFilter, flt, "path-ancestors opens every dir above a path: metadata only")
+	isParam := strings.HasPrefix(path, "${")
+	if kind == "path-ancestors" && op != "file-read-metadata" && (op != "file-read-data" || path != "${"+ParamWork+"}") {
+		c.fail(RuleFilter, flt, "path-ancestors opens every dir above a path: metadata only, or the names in the dirs above the work dir (file-read-data)")
 		return
 	}
-	isParam := strings.HasPrefix(path, "${")
+	if op == "file-link" {
+		name := strings.TrimSuffix(strings.TrimPrefix(path, "${"), "}")
+		if !isParam || !writableParams[name] || kind != "subpath" {
+			c.fail(RuleLink, flt, "hard links are made of files in the run's own home, tmp and work dir only: a link elsewhere gives an outside file a name the run can reach")
+		}
+		return
+	}
 	if !isParam {
 		switch {
 		case !strings.HasPrefix(path, "/"):
@@ -367,6 +484,12 @@ func (c *linter) pathFilter(f *node, op string, flt *node) {
 			return
 		case kind == "subpath" && (broadRoots[path] || strings.HasPrefix(path, "/System/Volumes") || strings.HasPrefix(path, "/Users/")):
 			c.fail(RuleBroadPath, flt, "opens "+path+" whole: every user's files, the data volume again (a firmlink) or a shared temp dir")
+			return
+		case isTerminal(path):
+			c.fail(RuleTTY, flt, path+`: a terminal is opened only with (extension "`+ptyExtension+`"), the run's own; /dev/tty and the others reach the operator's`)
+			return
+		case op != "file-read-metadata" && inKeyDir(kind, path):
+			c.fail(RuleKeyDir, flt, path+": reaches an OpenSSL private key dir (openssl@3/private); open its public files one by one")
 			return
 		}
 	}
@@ -427,12 +550,33 @@ func (c *linter) otherFilter(f *node, op string, flt *node) {
 		if flt.head() != "iokit-registry-entry-class" || len(flt.kids) != 2 || arg(1) != "RootDomainUserClient" {
 			c.fail(RuleFilter, flt, "the only IOKit user client a run may open is RootDomainUserClient")
 		}
+	case "ipc-posix-shm-read*", "ipc-posix-shm-read-data", "ipc-posix-shm-read-metadata",
+		"ipc-posix-shm-write-create", "ipc-posix-shm-write-unlink":
+		c.shm(op, flt)
 	case "sysctl-read":
 		if (flt.head() != "sysctl-name" && flt.head() != "sysctl-name-prefix") || len(flt.kids) != 2 || !strings.Contains(arg(1), ".") {
 			c.fail(RuleFilter, flt, "sysctls are named (sysctl-name \"a.b\") or by a prefix with a dot")
 		}
 	default:
 		c.fail(RuleFilter, flt, op+" takes no filter here")
+	}
+}
+
+// shm checks one filter of a named shared memory operation: a reviewed name to read, or
+// libomp's registration pattern.
+func (c *linter) shm(op string, flt *node) {
+	switch {
+	case flt.head() == "ipc-posix-name" && len(flt.kids) == 2 && flt.kids[1].kind == nodeString:
+		name := flt.kids[1].text
+		switch {
+		case !reviewedShm[name]:
+			c.fail(RuleIPC, flt, name+" is not among the shared memory segments reviewed for a run")
+		case !shmReadOps[op]:
+			c.fail(RuleIPC, flt, name+" is read only: "+op+" would change what other programs read")
+		}
+	case flt.head() == "ipc-posix-name-regex" && len(flt.kids) == 2 && flt.kids[1].kind == nodeRegex && flt.kids[1].text == kmpRegex:
+	default:
+		c.fail(RuleIPC, flt, `shared memory is named (ipc-posix-name "…") or by libomp's pattern #"`+kmpRegex+`" only: no prefix or other regex`)
 	}
 }
 

@@ -43,6 +43,14 @@ func FuzzLint(f *testing.F) {
 		`(allow file-read* (subpath "/System"))`, `(allow mach-lookup (global-name "com.apple.SecurityServer"))`,
 		`(allow iokit-open (iokit-registry-entry-class "RootDomainUserClient"))`, `(allow file-write* (subpath (param "HOME")))`,
 		`(allow file-read* (regex #"^/dev/ttys[0-9]+$"))`, `(allow sysctl-read (sysctl-name "kern.osrelease"))`,
+		`(allow file-ioctl (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))`,
+		`(allow process-exec (require-all (extension "com.apple.sandbox.pty") (regex #"^/dev/ttys[0-9]+$")))`,
+		`(allow file-read* (literal "/dev/tty"))`, `(allow file-link (subpath (param "WORK_DIR")))`, `(allow file-link (subpath "/Users"))`,
+		`(allow file-read* (subpath "/opt/homebrew/etc/openssl@3"))`, `(allow file-read* (literal "/usr/local/etc/openssl@3/private/k"))`,
+		`(allow file-read-data (path-ancestors (param "WORK_DIR")))`, `(allow file-read-data (path-ancestors (param "HOME_DIR")))`,
+		`(allow ipc-posix-shm-read* (ipc-posix-name "apple.shm.notification_center"))`,
+		`(allow ipc-posix-shm-write-create (ipc-posix-name "apple.shm.notification_center"))`,
+		`(allow ipc-posix-shm-write-unlink (ipc-posix-name-regex #"^/__KMP_REGISTERED_LIB_[0-9]+$"))`, `(allow mach-lookup)`,
 		`(deny file-read* (subpath (param "OPERATOR_HOME")) (with message "x \" \\ y"))`, `#"a\"b" ; comment`} {
 		f.Add(Profile()+"\n"+form+"\n", params)
 		f.Add("(version 1)\n(deny default)\n"+form, "")
@@ -89,6 +97,9 @@ func spansLines(forms []*node) string {
 	}
 	return ""
 }
+
+// keyDirPath is a path in an OpenSSL private dir, whichever OpenSSL's.
+var keyDirPath = regexp.MustCompile(`/openssl[^/]*/private(/|$)`)
 
 var portOnly = regexp.MustCompile(`^([0-9]{1,5}|\$\{[A-Z][A-Z0-9_]*\})$`)
 
@@ -148,6 +159,18 @@ func accepted(forms []*node, supplied []string) string {
 	return ""
 }
 
+// holdsKeyDir reports whether the tree dir holds one of Homebrew's OpenSSL key dirs.
+func holdsKeyDir(dir string) bool {
+	for _, prefix := range []string{"/opt/homebrew", "/usr/local"} {
+		for _, name := range []string{"openssl@3", "openssl@1.1", "openssl"} {
+			if d := prefix + "/etc/" + name + "/private"; d == dir || strings.HasPrefix(d, dir+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func walkNodes(n *node, fn func(*node)) {
 	fn(n)
 	for _, k := range n.kids {
@@ -178,11 +201,23 @@ func acceptedAllow(f *node) string {
 	return ""
 }
 
+// ptyForms are the two ways to write the run's own terminals.
+var ptyForms = map[string]bool{
+	`(require-all (regex #"` + ttyRegex + `") (extension "` + ptyExtension + `"))`: true,
+	`(require-all (extension "` + ptyExtension + `") (regex #"` + ttyRegex + `"))`: true,
+}
+
 func acceptedFilter(op string, flt *node) string {
 	if fileOps[op] {
 		if flt.head() == "regex" {
-			if flt.String() != `(regex #"`+ttyRegex+`")` {
-				return "a regex other than the terminals'"
+			return "a bare regex " + flt.String()
+		}
+		if flt.head() == "require-all" {
+			if !ptyForms[flt.String()] {
+				return "a compound filter " + flt.String()
+			}
+			if op == "process-exec" || op == "file-map-executable" || op == "file-link" {
+				return "the run's terminals given " + op
 			}
 			return ""
 		}
@@ -197,8 +232,16 @@ func acceptedFilter(op string, flt *node) string {
 		switch kind := flt.head(); {
 		case kind != "subpath" && kind != "literal" && kind != "path-ancestors":
 			return "a file filter " + kind
-		case kind == "path-ancestors" && op != "file-read-metadata":
+		case kind == "path-ancestors" && op != "file-read-metadata" && !(op == "file-read-data" && path == "${WORK_DIR}"):
 			return "path-ancestors for " + op
+		case op == "file-link" && (!param || kind != "subpath" || !writableParams[strings.Trim(path, "${}")]):
+			return "a hard link of " + path
+		case !param && (strings.HasPrefix(path, "/dev/tty") || strings.HasPrefix(path, "/dev/pty")):
+			return "a terminal " + path
+		case !param && op != "file-read-metadata" && keyDirPath.MatchString(path):
+			return "an OpenSSL key dir " + path
+		case !param && op != "file-read-metadata" && kind == "subpath" && holdsKeyDir(path):
+			return "a tree holding an OpenSSL key dir " + path
 		case !param && !strings.HasPrefix(path, "/"):
 			return "a relative path " + path
 		case !param && kind == "subpath" && (broadRoots[path] || strings.HasPrefix(path, "/Users/") || strings.HasPrefix(path, "/System/Volumes")):
@@ -237,6 +280,11 @@ func acceptedFilter(op string, flt *node) string {
 	case "iokit-open":
 		if s := flt.String(); s != "(iokit-registry-entry-class RootDomainUserClient)" && s != `(iokit-registry-entry-class "RootDomainUserClient")` {
 			return "an IOKit class " + s
+		}
+	case "ipc-posix-shm-read*", "ipc-posix-shm-read-data", "ipc-posix-shm-read-metadata", "ipc-posix-shm-write-create", "ipc-posix-shm-write-unlink":
+		read := strings.HasPrefix(op, "ipc-posix-shm-read")
+		if s := flt.String(); s != `(ipc-posix-name-regex #"`+kmpRegex+`")` && !(read && s == `(ipc-posix-name "apple.shm.notification_center")`) {
+			return "a shared memory filter " + s + " for " + op
 		}
 	case "sysctl-read":
 		if (flt.head() != "sysctl-name" && flt.head() != "sysctl-name-prefix") || len(flt.kids) != 2 {

@@ -7,7 +7,7 @@ import (
 )
 
 // allParams are the names Argv supplies.
-var allParams = []string{ParamHome, ParamTmp, ParamWork, ParamAgentTree, ParamSelf, ParamEndpointPort, ParamOperatorHome}
+var allParams = []string{ParamHome, ParamTmp, ParamWork, ParamAgentTree, ParamDeveloperDir, ParamSelf, ParamEndpointPort, ParamOperatorHome}
 
 // M1: the shipped profile passes its own linter with exactly the parameters the argument
 // builder supplies.
@@ -78,7 +78,52 @@ func TestLintRefusesDangerousFormsM1(t *testing.T) {
 		{"revocation fetcher", RuleMachService, `(allow mach-lookup (global-name "com.apple.ocspd"))`},
 		{"an unreviewed service", RuleMachService, `(allow mach-lookup (global-name "com.apple.windowserver.active"))`},
 		{"every apple service", RuleMachService, `(allow mach-lookup (global-name-prefix "com.apple."))`},
-		{"every service", RuleUnfiltered, `(allow mach-lookup)`},
+		{"every service", RuleMachService, `(allow mach-lookup)`},
+		{"every service, a message its only modifier", RuleMachService, `(allow mach-lookup (with message "x"))`},
+		{"membership by a prefix", RuleMachService, `(allow mach-lookup (global-name-prefix "com.apple.system.opendirectoryd."))`},
+		// Terminals: only the run's own, marked with the pty extension (M1).
+		{"every terminal (the old unconditional rule)", RuleTTY, `(allow file-read* file-write* file-ioctl (regex #"^/dev/ttys[0-9]+$"))`},
+		{"ioctl on every terminal", RuleTTY, `(allow file-ioctl (regex #"^/dev/ttys[0-9]+"))`},
+		{"write data to every terminal", RuleTTY, `(allow file-write-data (regex #"^/dev/tty"))`},
+		{"one terminal by name", RuleTTY, `(allow file-read* file-write* (literal "/dev/ttys003"))`},
+		{"the controlling terminal", RuleTTY, `(allow file-read* file-write* (literal "/dev/tty"))`},
+		{"a pty master", RuleTTY, `(allow file-read* (literal "/dev/ptyp0"))`},
+		{"the run's terminals run as programs", RuleTTY, `(allow process-exec (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty")))`},
+		{"terminals by another extension", RuleFilter, `(allow file-read* (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.app-sandbox.read-write")))`},
+		{"a third filter in the pty form", RuleFilter, `(allow file-read* (require-all (regex #"^/dev/ttys[0-9]+$") (extension "com.apple.sandbox.pty") (literal "/x")))`},
+		// Outbound: the host is localhost, by that name (M1, S2).
+		{"outbound to the loopback by number", RuleNetwork, `(allow network-outbound (remote ip "127.0.0.1:49733"))`},
+		{"outbound to a host beyond", RuleNetwork, `(allow network-outbound (remote ip "1.1.1.1:443"))`},
+		{"outbound to every host on the endpoint's port", RuleNetwork, `(allow network-outbound (remote ip (string-append "*:" (param "ENDPOINT_PORT"))))`},
+		// Hard links: of the run's own files only (M1, S3).
+		{"hard links of every file", RuleLink, `(allow file-link)`},
+		{"hard links of the operator's files", RuleLink, `(allow file-link (subpath "/Users/op/Documents"))`},
+		{"hard links of the shared tmp", RuleLink, `(allow file-link (subpath "/private/tmp"))`},
+		{"hard links of the agent", RuleLink, `(allow file-link (subpath (param "AGENT_TREE")))`},
+		{"hard links of the work dir alone", RuleLink, `(allow file-link (literal (param "WORK_DIR")))`},
+		// OpenSSL's key dirs (M1, F3).
+		{"Homebrew OpenSSL's keys", RuleKeyDir, `(allow file-read* (subpath "/opt/homebrew/etc/openssl@3/private"))`},
+		{"one key", RuleKeyDir, `(allow file-read-data (literal "/usr/local/etc/openssl@3/private/server.key"))`},
+		{"the key dir's names", RuleKeyDir, `(allow file-read* (literal "/opt/homebrew/etc/openssl@3/private"))`},
+		{"OpenSSL's whole dir", RuleKeyDir, `(allow file-read* (subpath "/opt/homebrew/etc/openssl@3"))`},
+		{"Homebrew's whole etc", RuleKeyDir, `(allow file-read* (subpath "/usr/local/etc"))`},
+		{"an older OpenSSL's keys", RuleKeyDir, `(allow file-read* (subpath "/usr/local/etc/openssl@1.1/private"))`},
+		{"another package manager's keys", RuleKeyDir, `(allow file-read* (subpath "/opt/local/etc/openssl/private"))`},
+		{"keys mapped executable", RuleKeyDir, `(allow file-map-executable (subpath "/opt/homebrew/etc/openssl@3/private"))`},
+		// Named shared memory (M1).
+		{"every segment", RuleOperation, `(allow ipc-posix-shm)`},
+		{"every segment by wildcard", RuleOperation, `(allow ipc-posix-shm* (ipc-posix-name "apple.shm.notification_center"))`},
+		{"reads of every segment", RuleIPC, `(allow ipc-posix-shm-read-data)`},
+		{"an unreviewed segment", RuleIPC, `(allow ipc-posix-shm-read* (ipc-posix-name "apple.cfprefs.501"))`},
+		{"segments by prefix", RuleIPC, `(allow ipc-posix-shm-read* (ipc-posix-name-prefix "apple.cfprefs."))`},
+		{"the notification page made anew", RuleIPC, `(allow ipc-posix-shm-write-create (ipc-posix-name "apple.shm.notification_center"))`},
+		{"the notification page removed", RuleIPC, `(allow ipc-posix-shm-write-unlink (ipc-posix-name "apple.shm.notification_center"))`},
+		{"a wider libomp pattern", RuleIPC, `(allow ipc-posix-shm-write-create (ipc-posix-name-regex #"^/__KMP_"))`},
+		{"writes into segments", RuleOperation, `(allow ipc-posix-shm-write-data (ipc-posix-name-regex #"^/__KMP_REGISTERED_LIB_[0-9]+$"))`},
+		// The developer dir and the dirs above the work dir are read, never written.
+		{"write the developer dir", RuleWrite, `(allow file-write* (subpath (param "DEVELOPER_DIR")))`},
+		{"names above the agent", RuleFilter, `(allow file-read-data (path-ancestors (param "AGENT_TREE")))`},
+		{"everything in the dirs above the work dir", RuleFilter, `(allow file-read* (path-ancestors (param "WORK_DIR")))`},
 		{"preferences", RuleOperation, `(allow user-preference-read)`},
 		{"launch services", RuleOperation, `(allow lsopen)`},
 		{"apple events", RuleOperation, `(allow appleevent-send)`},
@@ -115,7 +160,10 @@ func TestLintRefusesDangerousFormsM1(t *testing.T) {
 		{"non-ASCII", RuleSyntax, `(literal "/dev/null")`, "(literal \"/dev/nu\u200bll\")", nil, "ASCII"},
 		{"a regex carried over a line by a backslash", RuleSyntax, `(regex #"^/dev/ttys[0-9]+$")`, "(regex #\"^/dev/ttys[0-9]+$\\\n\")", nil, "span lines"},
 		{"a control character", RuleSyntax, `(literal "/dev/null")`, "(literal \"/dev/\x1bnull\")", nil, "ASCII"},
-		{"a parameter not supplied", RuleParam, "", "", []string{ParamHome, ParamTmp, ParamWork, ParamAgentTree, ParamSelf, ParamOperatorHome}, ParamEndpointPort},
+		{"a parameter not supplied", RuleParam, "", "", []string{ParamHome, ParamTmp, ParamWork, ParamAgentTree, ParamDeveloperDir, ParamSelf, ParamOperatorHome}, ParamEndpointPort},
+		{"the developer dir not supplied", RuleParam, "", "", []string{ParamHome, ParamTmp, ParamWork, ParamAgentTree, ParamSelf, ParamEndpointPort, ParamOperatorHome}, ParamDeveloperDir},
+		{"the pty extension dropped", RuleTTY, "(require-all\n    (regex #\"^/dev/ttys[0-9]+$\")\n    (extension \"com.apple.sandbox.pty\"))", `(regex #"^/dev/ttys[0-9]+$")`, nil, "/dev/ttys"},
+		{"a key dir opened beside the public files", RuleKeyDir, `(subpath "/opt/homebrew/etc/openssl@3/certs")`, `(subpath "/opt/homebrew/etc/openssl@3/private")`, nil, "openssl@3/private"},
 		{"a parameter supplied but unused", RuleParam, "", "", append(append([]string{}, allParams...), "EXTRA"), "EXTRA"},
 	}
 	for _, c := range edited {

@@ -19,6 +19,7 @@ func testParams() Params {
 		Tmp:          "/Users/op/.cache/anet/runs/run-1/tmp",
 		Work:         "/Users/op/.cache/anet/work-sandbox/aid1/int1",
 		AgentTree:    "/opt/homebrew/lib/node_modules/@anthropic-ai/claude-code",
+		DeveloperDir: CommandLineTools,
 		Self:         "/opt/homebrew/libexec/anet/anet-sandboxd",
 		EndpointPort: 49733,
 		OperatorHome: "/Users/op",
@@ -112,6 +113,11 @@ func TestParamsValidateM1(t *testing.T) {
 		{"agent tree holds the operator's home", func(p *Params) { p.AgentTree = "/Users" }, ParamAgentTree},
 		{"no port", func(p *Params) { p.EndpointPort = 0 }, ParamEndpointPort},
 		{"relative self", func(p *Params) { p.Self = "anet-sandboxd" }, ParamSelf},
+		{"no developer dir", func(p *Params) { p.DeveloperDir = "" }, ParamDeveloperDir},
+		{"the developer dir is the root", func(p *Params) { p.DeveloperDir = "/" }, ParamDeveloperDir},
+		{"the developer dir is /Applications", func(p *Params) { p.DeveloperDir = "/Applications" }, ParamDeveloperDir},
+		{"the developer dir holds the operator's home", func(p *Params) { p.DeveloperDir = "/Users" }, ParamDeveloperDir},
+		{"a quote in the developer dir", func(p *Params) { p.DeveloperDir = `/Library/Developer/x") (allow default` }, ParamDeveloperDir},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := testParams()

@@ -136,8 +136,9 @@ func (b *Backend) prepare(p *launch.Plan) (*run, error) {
 		go launch.DrainListener(r.door.Listener)
 		port = r.door.Port
 	}
-	r.params = Params{Home: r.dirs.Home, Tmp: r.dirs.Tmp, Work: r.dirs.Work, AgentTree: tree, Self: b.self,
-		EndpointPort: port, OperatorHome: b.home}
+	// The developer dir is looked up for every run: `xcode-select -s` may have changed it.
+	r.params = Params{Home: r.dirs.Home, Tmp: r.dirs.Tmp, Work: r.dirs.Work, AgentTree: tree,
+		DeveloperDir: activeDeveloperDir(b.home), Self: b.self, EndpointPort: port, OperatorHome: b.home}
 	if err := r.params.Validate(); err != nil {
 		r.cleanupDirs()
 		return nil, fmt.Errorf("start %s: %w", spec.ID, err)
@@ -150,7 +151,7 @@ func (b *Backend) prepare(p *launch.Plan) (*run, error) {
 			}
 		}
 	}
-	r.env = append(sandbox.HostPathEnv(r.params.Home, r.params.Tmp, PATH), spec.Env...)
+	r.env = RunEnv(r.params.Home, r.params.Tmp, spec.Env)
 	return r, nil
 }
 
@@ -162,16 +163,13 @@ func (b *Backend) agentTree(spec sandbox.Spec, h launch.HostPaths, hidden []stri
 		return filepath.Dir(b.self), b.self, nil
 	}
 	prog = h.Prog
-	if spec.AgentTree == "" && inProgramTrees(prog) {
-		// The profile opens it already; the parameter names a tree it opens anyway.
-		return neutralTree, prog, nil
+	named := spec.AgentTree != ""
+	if tree, err = agentTreeOf(prog, named, h.AgentTree); err != nil {
+		return "", "", err
 	}
-	tree = filepath.Dir(prog)
-	if h.AgentTree != "" {
-		tree = h.AgentTree
-	}
-	if !sandbox.Within(prog, tree) {
-		return "", "", fmt.Errorf("agent %s: not inside its tree %s", prog, tree)
+	if !named && tree == neutralTree {
+		// The profile opens the program's tree already; the parameter names one it opens anyway.
+		return tree, prog, nil
 	}
 	if err := sandbox.CheckAgentTree(tree, hidden, b.home); err != nil {
 		return "", "", err
