@@ -9,15 +9,22 @@
 # cannot run at all). The items:
 #   probe        anet-sandboxd probe: the profile compiles under /usr/bin/sandbox-exec and
 #                every self-check item holds in it (writes inside and outside, secrets, a hard
-#                link, the keychain, the endpoint port, a decoy loopback port, a decoy unix
-#                socket, an external address, a host process, sudo, node, the limits)
+#                link, the keychain, the endpoint port on 127.0.0.1 and on [::1], decoy
+#                loopback ports on both, a decoy unix socket, an external address, UDP to
+#                public resolvers, DNS, a host process, another sandbox's process, Mach
+#                services and LaunchServices, a launchd job, another terminal, sudo, node,
+#                the tools, the limits)
+#   item.*       one line for each of the newer self-check items, read from the probe's
+#                output: each must be there and ok (a missing item is a miss)
 #   self-test    the same items once more through the whole run path (limits wrapper, watch,
 #                the check before the turn), with the run's rlimits and environment
 #   exec.*       anet-sandboxd exec as an operator uses it: a program runs; a write to the
 #                home or the shared /private/tmp and a read of a file outside are refused
 #   endpoint.*   the port question, end to end: a real anet-egress endpoint on a loopback
 #                port; from inside the profile that port answers (with the run's token) and
-#                a second loopback port does not; from outside, no token, no answer
+#                a second loopback port does not; from outside, no token, no answer; and the
+#                internet, by IP literal with the proxy off, is refused by the sandbox itself
+#                (connect: Operation not permitted), not by a failed name lookup
 #   agent.*      each installed agent (claude, codex) starts in the profile (--version)
 #   log          (information only) denials tagged "anet-run" in the unified log
 set -u
@@ -74,9 +81,21 @@ echo "macOS $(sw_vers -productVersion) $(sw_vers -buildVersion) on $(uname -m); 
 echo
 
 echo "== anet-sandboxd probe"
-"$sbd" probe
+"$sbd" probe > "$work/probe.txt"
 st=$?
+cat "$work/probe.txt"
 [ $st -eq 0 ] && item probe ok "every self-check item holds" || item probe FAIL "exit $st: see the items above"
+echo
+echo "== self-check items (from the probe above)"
+for name in endpoint6 decoy_port6 udp dns peer_sandbox services launchd_submit launchd_unstarted other_tty tools; do
+	line=$(grep -E "^(ok  |warn|FAIL) +$name( |\$)" "$work/probe.txt" | head -1)
+	detail=$(printf '%s' "$line" | sed -E 's/^(ok  |warn|FAIL) +[^ ]+ +//' | cut -c1-100)
+	case $line in
+	"") item "item.$name" FAIL "not in the probe's output: the item did not run" ;;
+	FAIL*) item "item.$name" FAIL "$detail" ;;
+	*) item "item.$name" ok "$detail" ;;
+	esac
+done
 echo
 echo "== anet-sandboxd self-test"
 "$sbd" self-test
@@ -130,9 +149,17 @@ else
 	else
 		item endpoint.neighbour_port FAIL "127.0.0.1:$decoy reached from the profile (curl exit $st)"
 	fi
-	"$sbd" exec --endpoint-addr "$addr" -- /usr/bin/curl -s --max-time 5 -o /dev/null "https://example.com/"
+	# An IP literal with the proxy off: no name to resolve and no CONNECT through the
+	# endpoint, so only the sandbox's own refusal of the connect can stop it.
+	"$sbd" exec --endpoint-addr "$addr" -- /usr/bin/curl -v --noproxy '*' --max-time 5 -o /dev/null "https://1.1.1.1/" > "$work/internet.err" 2>&1
 	st=$?
-	[ $st -ne 0 ] && item endpoint.internet ok "https://example.com refused (curl exit $st)" || item endpoint.internet FAIL "https://example.com reached"
+	if [ $st -ne 0 ] && grep -q 'Operation not permitted' "$work/internet.err"; then
+		item endpoint.internet ok "https://1.1.1.1 refused by the sandbox (curl exit $st, connect: Operation not permitted)"
+	elif [ $st -ne 0 ]; then
+		item endpoint.internet FAIL "https://1.1.1.1 failed (curl exit $st) but not by the sandbox: $(grep -E 'connect|Failed' "$work/internet.err" | tail -1 | cut -c1-80)"
+	else
+		item endpoint.internet FAIL "https://1.1.1.1 reached from the profile"
+	fi
 fi
 echo
 

@@ -36,12 +36,21 @@ var Shape = sandbox.RunShape{Endpoint: sandbox.EndpointLoopback, HostPaths: true
 // is refused before a packet leaves, so nothing is ever sent to it.
 const External = "1.1.1.1:443"
 
+// The DNS items' targets: public resolvers as IP literals (so a refusal cannot be a failed
+// name lookup), a public name, and mDNSResponder's socket, where getaddrinfo asks.
+var (
+	PublicResolvers = []string{"9.9.9.9:53", "1.1.1.1:53"}
+	PublicName      = "example.com"
+	ResolverSocket  = "/private/var/run/mDNSResponder"
+)
+
 // Backend is the Seatbelt backend (launch.Backend, launch.SelfTester).
 type Backend struct {
 	self     string
 	log      *slog.Logger
 	home     string // the operator's home, resolved
 	userTemp string // the operator's own temp dir, resolved, or ""
+	devTools bool   // the developer tools are installed: /usr/bin/git and python3 run a program
 }
 
 var (
@@ -65,6 +74,8 @@ func New(o launch.Options) (*Backend, error) {
 			b.userTemp = d
 		}
 	}
+	// Without them the /usr/bin shims only offer to install them: nothing to check.
+	b.devTools = exec.Command("/usr/bin/xcode-select", "-p").Run() == nil
 	return b, nil
 }
 
@@ -193,19 +204,37 @@ func (b *Backend) nodePaths() []string {
 // checkInput is the self-check of run r, whose endpoint is port (0: a stand-in) and agent
 // the program agent ("" none).
 func (b *Backend) checkInput(r *run, port int, agent string) checkInput {
-	node := ""
-	for _, d := range filepath.SplitList(PATH) {
-		if p := filepath.Join(d, "node"); isExecutable(p) {
-			node = p
-			break
-		}
-	}
-	return checkInput{
+	node := onPATH("node")
+	in := checkInput{
 		Home: r.params.Home, Tmp: r.params.Tmp, Work: r.params.Work,
 		OperatorHome: b.home, UserTemp: b.userTemp, Hidden: r.hidden, EndpointPort: port,
 		Self: b.self, Node: node, NodeMissing: node == "", Agent: agent,
 		Keychain: "/usr/bin/security", Setuid: []string{"/usr/bin/sudo", "-n", "/usr/bin/id", "-u"}, External: External,
+		Peer: b.raw(r),
 	}
+	b.systemTargets(&in)
+	return in
+}
+
+// systemTargets adds what every self-check asks of macOS itself: its services and
+// launchd, other terminals, DNS and UDP beyond the machine, and the tools agents start.
+func (b *Backend) systemTargets(in *checkInput) {
+	in.Services, in.Launchctl, in.OperatorTTYs = true, "/bin/launchctl", true
+	in.UDP, in.DNSName = PublicResolvers, PublicName
+	if _, err := os.Lstat(ResolverSocket); err == nil {
+		in.ResolverSocket = ResolverSocket
+	}
+	in.Tools = defaultTools(b.devTools, onPATH("npm"))
+}
+
+// onPATH is the first program name in a run's PATH, or "".
+func onPATH(name string) string {
+	for _, d := range filepath.SplitList(PATH) {
+		if p := filepath.Join(d, name); isExecutable(p) {
+			return p
+		}
+	}
+	return ""
 }
 
 func isExecutable(p string) bool {
@@ -274,6 +303,9 @@ func (b *Backend) SelfTest(ctx context.Context, o launch.SelfTestOptions) ([]che
 		Self: b.self, Keychain: "/usr/bin/security", Setuid: []string{"/usr/bin/sudo", "-n", "/usr/bin/id", "-u"},
 		External: External, Limits: &lim, Env: envNames(RunEnv(home, tmp, nil), nil),
 	}
+	// No peer here: each program below starts as a run, whose own check before the turn
+	// starts one beside it.
+	b.systemTargets(&in)
 	// Each program runs as a run of its own, started as anetd's are, one after the other in
 	// the same run dirs (a run's dirs are made fresh and removed with it).
 	asRun := func(ctx context.Context, port int, argv []string) ([]byte, string, int, error) {

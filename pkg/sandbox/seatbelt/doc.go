@@ -12,7 +12,8 @@
 // the profile (RunChecks), the host-side canaries they aim at, and the limits wrapper that
 // sets a run's resource limits before sandbox-exec (Wrap). What needs a Mac lives in the
 // darwin files: the backend itself (start, watch, stop), the process tracking that stands in
-// for a cgroup, and the probe. integration/macos/check.sh proves on a Mac what no Linux
+// for a cgroup, the probe, and the libSystem calls some items make without cgo
+// (sandbox_check, proc_info, ptsname: libsystem_darwin.go). integration/macos/check.sh proves on a Mac what no Linux
 // test can: that the profile compiles and is enforced.
 //
 // Seatbelt has no network namespace and no mount namespace. So the run's endpoint is a TCP

@@ -6,15 +6,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/linksafe"
+	"anet.dev/anet/pkg/loopback"
 	"anet.dev/anet/pkg/sandbox"
 	"anet.dev/anet/pkg/sandbox/launch"
 )
@@ -29,10 +35,15 @@ import (
 type canaries struct {
 	dir       string // a short dir: unix socket paths hold 104 bytes on macOS
 	decoy     net.Listener
+	decoy6    net.Listener // on [::1]; nil where the host has no IPv6 loopback
 	decoyHits atomic.Int64
 	sock      net.Listener
 	sockPath  string
-	echo      net.Listener
+	echo      *loopback.Pair // the probe's endpoint, held on [::1] as a run's is
+	tty       *os.File       // the decoy terminal's master
+	ttyPath   string
+	launchd   string // the canary a launchd job of the run would create
+	label     string // that job's label
 	plant     string
 	secrets   []string
 	link      string
@@ -51,26 +62,25 @@ func openCanaries(operatorHome string, echo bool) (*canaries, error) {
 	if c.decoy, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return fail(err)
 	}
-	go func() {
-		for {
-			conn, err := c.decoy.Accept()
-			if err != nil {
-				return
-			}
-			c.decoyHits.Add(1)
-			conn.Close()
-		}
-	}()
+	go c.count(c.decoy)
+	if c.decoy6, err = net.Listen("tcp6", "[::1]:0"); err == nil {
+		go c.count(c.decoy6)
+	}
+	if c.tty, c.ttyPath, err = openDecoyTTY(); err != nil {
+		c.tty, c.ttyPath = nil, "" // a platform without ptys: the item is left out
+	}
+	c.launchd = filepath.Join(dir, "launchd-canary")
+	c.label = launch.RandomName("dev.anet.selfcheck.", 6)
 	c.sockPath = filepath.Join(dir, "decoy.sock")
 	if c.sock, err = net.Listen("unix", c.sockPath); err != nil {
 		return fail(err)
 	}
 	go launch.DrainListener(c.sock)
 	if echo {
-		if c.echo, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		if c.echo, err = loopback.Listen(); err != nil {
 			return fail(err)
 		}
-		go echoLines(c.echo)
+		go echoLines(c.echo.Listener)
 	}
 	if c.plant, err = os.MkdirTemp(operatorHome, ".anet-selfcheck-"); err != nil {
 		return fail(err)
@@ -89,6 +99,18 @@ func openCanaries(operatorHome string, echo bool) (*canaries, error) {
 	return c, nil
 }
 
+// count accepts and closes connections on a decoy, counting them.
+func (c *canaries) count(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.decoyHits.Add(1)
+		conn.Close()
+	}
+}
+
 func (c *canaries) port(ln net.Listener) int {
 	if ln == nil {
 		return 0
@@ -96,11 +118,24 @@ func (c *canaries) port(ln net.Listener) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+func (c *canaries) echoPort() int {
+	if c.echo == nil {
+		return 0
+	}
+	return c.echo.Port
+}
+
 func (c *canaries) close() {
-	for _, ln := range []net.Listener{c.decoy, c.sock, c.echo} {
+	for _, ln := range []net.Listener{c.decoy, c.decoy6, c.sock} {
 		if ln != nil {
 			ln.Close()
 		}
+	}
+	if c.echo != nil {
+		c.echo.Close()
+	}
+	if c.tty != nil {
+		c.tty.Close()
 	}
 	if c.plant != "" {
 		_ = linksafe.RemovePath(c.plant)
@@ -153,6 +188,22 @@ type checkInput struct {
 	// the run got, and that its environment holds only the names in Env.
 	Limits *RunLimits
 	Env    []string
+	// Services asks sandbox_check(3) about the Mach services and operations a run must not
+	// have; Launchctl is launchctl, asked to submit a job (and removing it from the host).
+	Services  bool
+	Launchctl string
+	// UDP, DNSName, DNSServers and ResolverSocket are the DNS items' targets (Targets).
+	UDP            []string
+	DNSName        string
+	DNSServers     []string
+	ResolverSocket string
+	// OperatorTTYs adds the operator's own terminals to the decoy terminal.
+	OperatorTTYs bool
+	// Tools are run in the profile (Targets.Tools).
+	Tools []Tool
+	// Peer, when set, starts a program in another sandbox of the same profile (the peer
+	// item's target); it runs until its context ends.
+	Peer inProfile
 }
 
 // targets builds the Targets of a check from its input and canaries. Secrets that do not
@@ -175,12 +226,32 @@ func (in checkInput) targets(c *canaries) Targets {
 		Agent:        in.Agent,
 		Limits:       in.Limits,
 		EnvNames:     in.Env,
+		DecoyPort6:   c.port(c.decoy6),
+		Endpoint6:    c.decoy6 != nil,
+		DecoyTTY:     c.ttyPath,
+		UDP:          in.UDP,
+		DNSName:      in.DNSName,
+		DNSServers:   in.DNSServers,
+		Tools:        in.Tools,
+	}
+	if in.DNSName != "" {
+		t.ResolverSocket = in.ResolverSocket
+	}
+	if in.Services {
+		allowed := askAllowed
+		t.AsksDenied, t.AskAllowed = asksDenied, &allowed
+	}
+	if in.Launchctl != "" {
+		t.Launchctl, t.LaunchdLabel, t.LaunchdCanary = in.Launchctl, c.label, c.launchd
+	}
+	if in.OperatorTTYs && c.ttyPath != "" {
+		t.OtherTTYs = operatorTTYs(c.ttyPath)
 	}
 	if in.UserTemp != "" {
 		t.WriteOutside = append(t.WriteOutside, in.UserTemp)
 	}
 	if t.EndpointPort == 0 {
-		t.EndpointPort, t.EndpointEcho = c.port(c.echo), true
+		t.EndpointPort, t.EndpointEcho = c.echoPort(), true
 	}
 	cand := append([]string{}, c.secrets...)
 	cand = append(cand, filepath.Join(in.OperatorHome, ".ssh"), filepath.Join(in.OperatorHome, "Library", "Keychains"))
@@ -208,6 +279,16 @@ func selfCheck(ctx context.Context, in checkInput, run inProfile) ([]check.Check
 	defer c.close()
 	var out []check.Check
 	t := in.targets(c)
+	var peerFailed *check.Check
+	if in.Peer != nil {
+		pid, stop, err := startPeer(ctx, in, t.EndpointPort)
+		defer stop()
+		if err != nil {
+			f := fail(ItemPeer, "M1", err.Error())
+			peerFailed = &f
+		}
+		t.PeerPID = pid
+	}
 	_, stderr, code, err := run(ctx, t.EndpointPort, []string{"/usr/bin/true"})
 	switch {
 	case err != nil:
@@ -236,10 +317,105 @@ func selfCheck(ctx context.Context, in checkInput, run inProfile) ([]check.Check
 		}
 		out = append(out, g)
 	}
+	if peerFailed != nil {
+		out = append(out, *peerFailed)
+	}
+	decoys := fmt.Sprintf("127.0.0.1:%d", c.port(c.decoy))
+	if c.decoy6 != nil {
+		decoys += fmt.Sprintf(" and [::1]:%d", c.port(c.decoy6))
+	}
 	if n := c.decoyHits.Load(); n > 0 {
-		out = append(out, fail(ItemDecoyHits, "S2,M1", fmt.Sprintf("the decoy listener on 127.0.0.1:%d accepted %d connection(s) from the profile", c.port(c.decoy), n)))
+		out = append(out, fail(ItemDecoyHits, "S2,M1", fmt.Sprintf("the decoy listeners on %s accepted %d connection(s) from the profile", decoys, n)))
 	} else {
-		out = append(out, pass(ItemDecoyHits, "S2,M1", "the decoy listener accepted nothing"))
+		out = append(out, pass(ItemDecoyHits, "S2,M1", "the decoy listeners on "+decoys+" accepted nothing"))
+	}
+	if t.Launchctl != "" {
+		out = append(out, launchdAfter(ctx, t))
 	}
 	return out, nil
+}
+
+// startPeer starts a sleeper in a sandbox of its own from the same profile and dirs, as
+// another run would be, and returns its pid once it has written it. stop ends it.
+func startPeer(ctx context.Context, in checkInput, port int) (int, func(), error) {
+	pctx, cancel := context.WithCancel(ctx)
+	pidFile := filepath.Join(in.Tmp, randomName(".anet-selfcheck-peer-"))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _, _, _ = in.Peer(pctx, port, []string{"/bin/sh", "-c", `echo $$ > "$0" && exec /bin/sleep 120`, pidFile})
+	}()
+	stop := func() {
+		cancel()
+		<-done
+		os.Remove(pidFile)
+	}
+	deadline := time.Now().Add(itemTimeout)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(pidFile)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && pid > 0 {
+			return pid, stop, nil
+		}
+		select {
+		case <-done:
+			return 0, stop, errors.New("the sleeper in another sandbox of the profile exited before writing its pid")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return 0, stop, fmt.Errorf("the sleeper in another sandbox of the profile wrote no pid in %v", itemTimeout)
+}
+
+// launchdAfter is the host side of the launchd item: the job the run asked for must not
+// exist (removing it fails) and its canary must never appear. The label is removed either
+// way, so nothing the check asked for outlives it.
+func launchdAfter(ctx context.Context, t Targets) check.Check {
+	rctx, cancel := context.WithTimeout(ctx, itemTimeout)
+	defer cancel()
+	removed := exec.CommandContext(rctx, t.Launchctl, "remove", t.LaunchdLabel).Run() == nil
+	if removed {
+		time.Sleep(500 * time.Millisecond) // a job that ran has had time to leave its canary
+	}
+	_, err := os.Lstat(t.LaunchdCanary)
+	switch {
+	case err == nil:
+		return fail(ItemLaunchdRan, "M1", "a launchd job of the run ran outside the sandbox: it created "+t.LaunchdCanary)
+	case removed:
+		return fail(ItemLaunchdRan, "M1", "launchd held a job "+t.LaunchdLabel+" from the run (removed now)")
+	}
+	return pass(ItemLaunchdRan, "M1", "launchd holds no job "+t.LaunchdLabel+" and its canary never appeared")
+}
+
+// operatorTTYs are the terminals of the operator's own sessions (their own uid), besides
+// the decoy: the targets a run would type into. A handful is enough.
+func operatorTTYs(decoy string) []string {
+	if ttyGlob == "" {
+		return nil
+	}
+	paths, _ := filepath.Glob(ttyGlob)
+	var out []string
+	for _, p := range paths {
+		var st syscall.Stat_t
+		if p == decoy || !ttyPattern.MatchString(p) || syscall.Stat(p, &st) != nil || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if out = append(out, p); len(out) == 8 {
+			break
+		}
+	}
+	return out
+}
+
+// defaultTools are the programs the tools item runs: git and python3 where the developer
+// tools are installed (devTools: their /usr/bin shims only run a real program then), a shell
+// writing to /dev/stderr, and npm where npm is found.
+func defaultTools(devTools bool, npm string) []Tool {
+	var out []Tool
+	if devTools {
+		out = append(out, Tool{Argv: []string{"/usr/bin/git", "--version"}}, Tool{Argv: []string{"/usr/bin/python3", "--version"}})
+	}
+	out = append(out, Tool{Argv: []string{"/bin/sh", "-c", "echo x >/dev/stderr"}, Stderr: "x\n"})
+	if npm != "" {
+		out = append(out, Tool{Argv: []string{npm, "-v"}})
+	}
+	return out
 }

@@ -63,6 +63,36 @@ type Targets struct {
 	NodeMissing bool   `json:"node_missing,omitempty"`
 	// Agent is the run's agent: `Agent --version` must work in the profile.
 	Agent string `json:"agent,omitempty"`
+	// AsksDenied are what the profile must refuse, AskAllowed one thing it opens (the
+	// control): asked with sandbox_check(3).
+	AsksDenied []Ask `json:"asks_denied,omitempty"`
+	AskAllowed *Ask  `json:"ask_allowed,omitempty"`
+	// Launchctl is launchctl's path: `submit -l LaunchdLabel` of a job that would create
+	// LaunchdCanary, outside the run, must be refused.
+	Launchctl     string `json:"launchctl,omitempty"`
+	LaunchdLabel  string `json:"launchd_label,omitempty"`
+	LaunchdCanary string `json:"launchd_canary,omitempty"`
+	// DecoyTTY is a pseudo-terminal slave the host opened, OtherTTYs the operator's own
+	// terminals: opening any must be refused.
+	DecoyTTY  string   `json:"decoy_tty,omitempty"`
+	OtherTTYs []string `json:"other_ttys,omitempty"`
+	// UDP are addresses beyond the machine (public resolvers, as IP literals) a datagram
+	// must not reach; DNSName a public name that must not resolve, for the sandbox's reason.
+	// DNSServers, when set, replace resolv.conf's (the tests' loopback stand-in);
+	// ResolverSocket is the system resolver's socket (mDNSResponder's), which must refuse.
+	UDP            []string `json:"udp,omitempty"`
+	DNSName        string   `json:"dns_name,omitempty"`
+	DNSServers     []string `json:"dns_servers,omitempty"`
+	ResolverSocket string   `json:"resolver_socket,omitempty"`
+	// DecoyPort6 is a host listener on [::1]: connecting must be refused. Endpoint6 asks
+	// that the endpoint port on [::1] be the node's held side (pkg/loopback) or refused.
+	DecoyPort6 int  `json:"decoy_port6,omitempty"`
+	Endpoint6  bool `json:"endpoint6,omitempty"`
+	// PeerPID is a process in another sandbox of the same profile (another run): signalling
+	// and inspecting it must be refused.
+	PeerPID int `json:"peer_pid,omitempty"`
+	// Tools are programs an agent's commands start: each must work in the profile.
+	Tools []Tool `json:"tools,omitempty"`
 	// Limits are the resource limits the run must have; EnvNames the only variables its
 	// environment may hold (the self-test's run).
 	Limits   *RunLimits `json:"limits,omitempty"`
@@ -78,17 +108,27 @@ const (
 	ItemHardlink    = "hardlink"
 	ItemKeychain    = "keychain"
 	ItemEndpoint    = "endpoint"
+	ItemEndpoint6   = "endpoint6" // the endpoint port on [::1] is the node's, or refused
 	ItemDecoyPort   = "decoy_port"
+	ItemDecoyPort6  = "decoy_port6" // a host listener on [::1]
 	ItemDecoySocket = "decoy_socket"
 	ItemExternal    = "external"
+	ItemUDP         = "udp" // datagrams to public resolvers
+	ItemDNS         = "dns" // a public name does not resolve, for the sandbox's reason
 	ItemSignal      = "signal"
+	ItemPeer        = "peer_sandbox" // another run's process: signals and process information
+	ItemServices    = "services"     // Mach services, LaunchServices, Apple events, launchd jobs (sandbox_check)
+	ItemLaunchd     = "launchd_submit"
+	ItemTTY         = "other_tty"
 	ItemSetuid      = "setuid"
 	ItemNode        = "node"
 	ItemAgent       = "agent_version"
+	ItemTools       = "tools" // git, python3, npm, a shell writing to /dev/stderr
 	ItemRlimits     = "rlimits"
 	ItemEnv         = "environment"
-	ItemDecoyHits   = "decoy_unreached" // host side: the decoy listener accepted nothing
-	ItemLimits      = "limits"          // host side: what bounds a run on macOS
+	ItemDecoyHits   = "decoy_unreached"   // host side: the decoy listeners accepted nothing
+	ItemLaunchdRan  = "launchd_unstarted" // host side: the job launchctl was asked for never ran
+	ItemLimits      = "limits"            // host side: what bounds a run on macOS
 )
 
 // itemTimeout bounds each item that waits (connects, programs).
@@ -108,8 +148,12 @@ var items = []struct {
 	{ItemHardlink, func(t Targets) bool { return t.LinkSource != "" && t.LinkDir != "" }, func(t Targets) check.Check { return hardlink(t.LinkSource, t.LinkDir) }},
 	{ItemKeychain, func(t Targets) bool { return t.Keychain != "" }, func(t Targets) check.Check { return keychain(t.Keychain) }},
 	{ItemEndpoint, func(t Targets) bool { return t.EndpointPort != 0 }, func(t Targets) check.Check { return endpoint(t.EndpointPort, t.EndpointEcho) }},
+	{ItemEndpoint6, func(t Targets) bool { return t.EndpointPort != 0 && t.Endpoint6 }, func(t Targets) check.Check { return endpoint6(t.EndpointPort) }},
 	{ItemDecoyPort, func(t Targets) bool { return t.DecoyPort != 0 }, func(t Targets) check.Check {
 		return refusedDial(ItemDecoyPort, "S2,M1", "tcp", "127.0.0.1:"+strconv.Itoa(t.DecoyPort))
+	}},
+	{ItemDecoyPort6, func(t Targets) bool { return t.DecoyPort6 != 0 }, func(t Targets) check.Check {
+		return refusedDial(ItemDecoyPort6, "S2,M1", "tcp6", net.JoinHostPort("::1", strconv.Itoa(t.DecoyPort6)))
 	}},
 	{ItemDecoySocket, func(t Targets) bool { return t.DecoySocket != "" }, func(t Targets) check.Check {
 		return refusedDial(ItemDecoySocket, "S2,M1", "unix", t.DecoySocket)
@@ -117,10 +161,17 @@ var items = []struct {
 	{ItemExternal, func(t Targets) bool { return t.External != "" }, func(t Targets) check.Check {
 		return refusedDial(ItemExternal, "S2,M1", "tcp", t.External)
 	}},
+	{ItemUDP, func(t Targets) bool { return len(t.UDP) > 0 }, func(t Targets) check.Check { return udpSend(t.UDP, t.DNSName) }},
+	{ItemDNS, func(t Targets) bool { return t.DNSName != "" }, dnsLookup},
 	{ItemSignal, func(t Targets) bool { return t.HostPID != 0 }, func(t Targets) check.Check { return signalHost(t.HostPID) }},
+	{ItemPeer, func(t Targets) bool { return t.PeerPID != 0 }, func(t Targets) check.Check { return peer(t.PeerPID) }},
+	{ItemServices, func(t Targets) bool { return t.AskAllowed != nil }, services},
+	{ItemLaunchd, func(t Targets) bool { return t.Launchctl != "" }, launchdSubmit},
+	{ItemTTY, func(t Targets) bool { return t.DecoyTTY != "" }, otherTTY},
 	{ItemSetuid, func(t Targets) bool { return len(t.Setuid) > 0 }, func(t Targets) check.Check { return setuid(t.Setuid) }},
 	{ItemNode, func(t Targets) bool { return t.Node != "" || t.NodeMissing }, func(t Targets) check.Check { return nodeCPUs(t.Node) }},
 	{ItemAgent, func(t Targets) bool { return t.Agent != "" }, func(t Targets) check.Check { return agentVersion(t.Agent) }},
+	{ItemTools, func(t Targets) bool { return len(t.Tools) > 0 }, func(t Targets) check.Check { return tools(t.Tools) }},
 	{ItemRlimits, func(t Targets) bool { return t.Limits != nil }, func(t Targets) check.Check { return rlimits(*t.Limits) }},
 	{ItemEnv, func(t Targets) bool { return len(t.EnvNames) > 0 }, func(t Targets) check.Check { return environment(t.EnvNames) }},
 }

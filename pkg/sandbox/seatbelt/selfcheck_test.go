@@ -70,12 +70,72 @@ func testInput(t *testing.T) checkInput {
 		t.Fatal(err)
 	}
 	node, _ := exec.LookPath("node")
+	// launchctl with nothing enforcing: submit runs the job, remove finds it.
+	launchctl := filepath.Join(d, "launchctl")
+	if err := os.WriteFile(launchctl, []byte(fakeLaunchctl), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Beyond the machine, on loopback only: a UDP listener and a name server that answers.
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { udp.Close() })
 	return checkInput{
 		Home: mk("runs/r1/home"), Tmp: mk("runs/r1/tmp"), Work: mk("work/aid/ix"),
 		OperatorHome: mk("home"), UserTemp: mk("usertmp"), Hidden: []string{hidden},
 		Self: self, Node: node, NodeMissing: node == "", Agent: "/bin/echo",
 		Keychain: "/bin/true", Setuid: []string{"/usr/bin/id", "-u"}, External: outside.Addr().String(),
+		Services: true, Launchctl: launchctl, OperatorTTYs: true,
+		UDP: []string{udp.LocalAddr().String()}, DNSName: "anet-selfcheck.example", DNSServers: []string{nameServer(t)},
+		Tools: defaultTools(false, ""), Peer: noProfile,
 	}
+}
+
+const fakeLaunchctl = `#!/bin/sh
+case "$1" in
+submit) touch "$0.job"; shift 3; [ "$1" = -- ] && shift; "$@" & exit 0 ;;
+remove) [ -e "$0.job" ] && rm "$0.job" ;;
+*) exit 64 ;;
+esac
+`
+
+// nameServer answers every A query on loopback with 192.0.2.1, and every other query with
+// no answer: the name server a run must not reach.
+func nameServer(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := buf[:n]
+			end := 12
+			for end < n && q[end] != 0 {
+				end += int(q[end]) + 1
+			}
+			end += 5 // the root label, type, class
+			if n < 12 || end > n {
+				continue
+			}
+			resp := append([]byte{}, q[:end]...)
+			resp[2], resp[3] = 0x81, 0x80 // a response, recursion available, no error
+			resp[10], resp[11] = 0, 0     // the query's EDNS record is not echoed
+			if q[end-4] == 0 && q[end-3] == 1 {
+				resp[7] = 1 // one answer: the name, A, IN, TTL 60, 192.0.2.1
+				resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1)
+			}
+			pc.WriteTo(resp, from)
+		}
+	}()
+	return pc.LocalAddr().String()
 }
 
 // M1, S2, S3, F3: run on a host whose profile enforces nothing (the items in a plain
@@ -99,14 +159,24 @@ func TestSelfCheckFailsWithoutTheProfileM1(t *testing.T) {
 		ItemHardlink:    {false, "hard-linked"},
 		ItemKeychain:    {false, "dump-keychain succeeded"},
 		ItemEndpoint:    {true, "and back"},
+		ItemEndpoint6:   {true, "held by the node"},
 		ItemDecoyPort:   {false, "connected to 127.0.0.1:"},
+		ItemDecoyPort6:  {false, "connected to [::1]:"},
 		ItemDecoySocket: {false, "connected to /tmp/"},
 		ItemExternal:    {false, "connected to 127.0.0.1:"},
+		ItemUDP:         {false, "sent a UDP datagram to 127.0.0.1:"},
+		ItemDNS:         {false, "anet-selfcheck.example resolved to 192.0.2.1"},
 		ItemSignal:      {false, "may signal process"},
+		ItemPeer:        {false, "of another sandbox"},
+		ItemServices:    {false, "the profile allows mach-lookup com.apple.coreservices.launchservicesd"},
+		ItemLaunchd:     {false, "launchctl submit succeeded"},
+		ItemTTY:         {false, "opened /dev/pts/"},
 		ItemSetuid:      {false, "/usr/bin/id -u"},
 		ItemNode:        {true, ""},
 		ItemAgent:       {true, "echo: echo (GNU coreutils)"},
-		ItemDecoyHits:   {false, "accepted 1 connection"},
+		ItemTools:       {true, "sh: x"},
+		ItemDecoyHits:   {false, "accepted 2 connection"},
+		ItemLaunchdRan:  {false, "it created"},
 	}
 	got := map[string]check.Check{}
 	for _, c := range checks {
@@ -148,19 +218,32 @@ func TestSelfCheckWithoutAnswersFailsM1(t *testing.T) {
 		}
 		return []byte("not json"), "Abort trap: 6\n", 134, nil
 	}
+	in.Peer = broken
 	checks, err := selfCheck(context.Background(), in, broken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := check.New(checks...); rep.OK || rep.Failed() != len(checks)-1 {
-		t.Fatalf("report = %+v: want every item failed but the host side's decoy_unreached", rep)
+	// The host side's decoy_unreached and launchd_unstarted pass: nothing ran to reach them.
+	if rep := check.New(checks...); rep.OK || rep.Failed() != len(checks)-2 {
+		t.Fatalf("report = %+v: want every item failed but the host side's decoy_unreached and launchd_unstarted", rep)
 	}
 	if c := checks[0]; c.Name != ItemProfile || !strings.Contains(c.Detail, "sandbox-exec: syntax error") {
 		t.Fatalf("first item = %+v, want the profile item with sandbox-exec's message", c)
 	}
-	for _, c := range checks[1 : len(checks)-1] {
-		if !strings.Contains(c.Detail, "no result from the check program") {
-			t.Errorf("%s = %q, want no result", c.Name, c.Detail)
+	for _, c := range checks[1:] {
+		switch c.Name {
+		case ItemDecoyHits, ItemLaunchdRan:
+			if !c.OK {
+				t.Errorf("%s = %q, want a pass", c.Name, c.Detail)
+			}
+		case ItemPeer:
+			if !strings.Contains(c.Detail, "exited before writing its pid") {
+				t.Errorf("%s = %q, want the sleeper's failure", c.Name, c.Detail)
+			}
+		default:
+			if !strings.Contains(c.Detail, "no result from the check program") {
+				t.Errorf("%s = %q, want no result", c.Name, c.Detail)
+			}
 		}
 	}
 }
