@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -15,7 +16,8 @@ import (
 // Calls into libSystem without cgo (dist tarballs are cross-compiled with CGO_ENABLED=0), the
 // way golang.org/x/sys/unix binds libc on darwin: a dynamic import, an assembly trampoline
 // that jumps to it (libsystem_darwin_*.s), and the runtime's syscall6, which makes the call
-// on the system stack in the C calling convention.
+// on the system stack in the C calling convention. syscall6 calls any C function address,
+// so one found with dlsym is called the same way.
 //
 // sandbox_check(3) is libsystem_sandbox's question "would the sandbox of pid allow this
 // operation?": the kernel evaluates the process's own profile and nothing is attempted, so
@@ -38,17 +40,40 @@ import (
 //go:linkname syscall_syscall6 syscall.syscall6
 func syscall_syscall6(fn, a1, a2, a3, a4, a5, a6 uintptr) (r1, r2 uintptr, err syscall.Errno)
 
-var libc_sandbox_check_trampoline_addr uintptr
-
-//go:cgo_import_dynamic libc_sandbox_check sandbox_check "/usr/lib/libSystem.B.dylib"
-
 var libc_dlsym_trampoline_addr uintptr
 
 //go:cgo_import_dynamic libc_dlsym dlsym "/usr/lib/libSystem.B.dylib"
 
-var libc___proc_info_trampoline_addr uintptr
+// sandbox_check and __proc_info are looked up with dlsym when first asked for, not bound at
+// load as dlsym and ptsname are: neither is in the public SDK, and a dynamic import of a
+// symbol some macOS no longer exports would stop dyld from starting anet-sandboxd at all.
+// Looked up, a missing one fails only the self-check item that asks, closed.
+var libSystem struct {
+	once                   sync.Once
+	sandboxCheck, procInfo uintptr
+	noReport               uintptr // SANDBOX_CHECK_NO_REPORT's value, or 0
+}
 
-//go:cgo_import_dynamic libc___proc_info __proc_info "/usr/lib/libSystem.B.dylib"
+func loadLibSystem() {
+	libSystem.once.Do(func() {
+		libSystem.sandboxCheck = dlsym("sandbox_check")
+		libSystem.procInfo = dlsym("__proc_info")
+		if p := dlsym("SANDBOX_CHECK_NO_REPORT"); p != 0 {
+			libSystem.noReport = uintptr(*(*uint32)(cPointer(p)))
+		}
+	})
+}
+
+// dlsym is the address of libSystem's exported name, or 0.
+func dlsym(name string) uintptr {
+	n, err := syscall.BytePtrFromString(name)
+	if err != nil {
+		return 0
+	}
+	p, _, _ := syscall_syscall6(libc_dlsym_trampoline_addr, rtldDefault, uintptr(unsafe.Pointer(n)), 0, 0, 0, 0)
+	runtime.KeepAlive(n)
+	return p
+}
 
 const (
 	rtldDefault = ^uintptr(1) // RTLD_DEFAULT, ((void *)-2) in <dlfcn.h>
@@ -57,19 +82,6 @@ const (
 	procPIDPathInfo     = 11   // PROC_PIDPATHINFO
 	procPIDPathMax      = 4096 // PROC_PIDPATHINFO_MAXSIZE, 4 * MAXPATHLEN
 )
-
-// noReport is SANDBOX_CHECK_NO_REPORT's value, or 0 where libSystem does not export it.
-func noReport() uintptr {
-	name, err := syscall.BytePtrFromString("SANDBOX_CHECK_NO_REPORT")
-	if err != nil {
-		return 0
-	}
-	p, _, _ := syscall_syscall6(libc_dlsym_trampoline_addr, rtldDefault, uintptr(unsafe.Pointer(name)), 0, 0, 0, 0)
-	if p == 0 {
-		return 0
-	}
-	return uintptr(*(*uint32)(cPointer(p)))
-}
 
 // cPointer is an address libSystem returned: memory outside Go's heap, which the garbage
 // collector never moves or frees.
@@ -90,8 +102,12 @@ func sandboxCheck(a Ask) (bool, error) {
 		}
 		arg = uintptr(unsafe.Pointer(n))
 	}
-	r, _, e := syscall_syscall6(libc_sandbox_check_trampoline_addr, uintptr(syscall.Getpid()),
-		uintptr(unsafe.Pointer(o)), uintptr(a.Filter)|noReport(), arg, 0, 0)
+	loadLibSystem()
+	if libSystem.sandboxCheck == 0 {
+		return false, fmt.Errorf("sandbox_check(%s): libSystem exports no sandbox_check", a)
+	}
+	r, _, e := syscall_syscall6(libSystem.sandboxCheck, uintptr(syscall.Getpid()),
+		uintptr(unsafe.Pointer(o)), uintptr(a.Filter)|libSystem.noReport, arg, 0, 0)
 	runtime.KeepAlive(n) // arg carries it as a plain number
 	switch int32(r) {
 	case 0:
@@ -104,8 +120,12 @@ func sandboxCheck(a Ask) (bool, error) {
 
 // procPath is what proc_pidpath(3) gives for pid: its program's path, or the refusal.
 func procPath(pid int) (string, error) {
+	loadLibSystem()
+	if libSystem.procInfo == 0 {
+		return "", fmt.Errorf("proc_info pid %d path: libSystem exports no __proc_info", pid)
+	}
 	buf := make([]byte, procPIDPathMax)
-	r, _, e := syscall_syscall6(libc___proc_info_trampoline_addr, procInfoCallPIDInfo, uintptr(pid), procPIDPathInfo, 0,
+	r, _, e := syscall_syscall6(libSystem.procInfo, procInfoCallPIDInfo, uintptr(pid), procPIDPathInfo, 0,
 		uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 	if int32(r) == -1 {
 		return "", fmt.Errorf("proc_info pid %d path: %w", pid, e)

@@ -2,20 +2,10 @@
 
 #include "textflag.h"
 
-TEXT libc_sandbox_check_trampoline<>(SB),NOSPLIT,$0-0
-	JMP	libc_sandbox_check(SB)
-GLOBL	·libc_sandbox_check_trampoline_addr(SB), RODATA, $8
-DATA	·libc_sandbox_check_trampoline_addr(SB)/8, $libc_sandbox_check_trampoline<>(SB)
-
 TEXT libc_dlsym_trampoline<>(SB),NOSPLIT,$0-0
 	JMP	libc_dlsym(SB)
 GLOBL	·libc_dlsym_trampoline_addr(SB), RODATA, $8
 DATA	·libc_dlsym_trampoline_addr(SB)/8, $libc_dlsym_trampoline<>(SB)
-
-TEXT libc___proc_info_trampoline<>(SB),NOSPLIT,$0-0
-	JMP	libc___proc_info(SB)
-GLOBL	·libc___proc_info_trampoline_addr(SB), RODATA, $8
-DATA	·libc___proc_info_trampoline_addr(SB)/8, $libc___proc_info_trampoline<>(SB)
 
 TEXT libc_ptsname_trampoline<>(SB),NOSPLIT,$0-0
 	JMP	libc_ptsname(SB)
