@@ -63,9 +63,11 @@ type run struct {
 	setupErr error // a failure after the process started (limits not read back)
 	// scope is the run's systemd scope's cgroup dir once its limits were read back (the
 	// systemd mechanism has no leaf of ours); scopeLimit the limit it ran into, read when
-	// init's exit was reported, before systemd removes the scope.
+	// init's exit was reported, before systemd removes the scope; scopeWatch the counters
+	// followed from the read-back on, for when systemd was quicker than that read.
 	scope      string
 	scopeLimit reasons.Code
+	scopeWatch *scopeWatch
 }
 
 type leafMade struct {
@@ -345,8 +347,9 @@ func (r *run) confineAndRelease() {
 			r.Watch.Kill()
 		} else {
 			r.cgroup = sandbox.CgroupFull
+			w := watchScope(dir)
 			r.mu.Lock()
-			r.scope = dir
+			r.scope, r.scopeWatch = dir, w
 			r.mu.Unlock()
 		}
 	}
@@ -552,6 +555,10 @@ func (r *run) finish(waitErr error) {
 	// Anything left (there should be nothing once pid 1 of the namespace is gone) is killed.
 	r.leaf.kill()
 	r.mu.Lock()
+	sw := r.scopeWatch
+	r.mu.Unlock()
+	sw.Close() // the run is over: what it saw is final
+	r.mu.Lock()
 	o := sandbox.Outcome{Cgroup: r.cgroup}
 	limit := r.Limit()
 	o.Limit = limit
@@ -563,6 +570,9 @@ func (r *run) finish(waitErr error) {
 		// killed from outside left it standing.
 		if o.Limit = r.scopeLimit; o.Limit == "" {
 			o.Limit = scopeHit(r.scope)
+		}
+		if o.Limit == "" {
+			o.Limit = r.scopeWatch.Hit()
 		}
 	}
 	switch {
