@@ -13,7 +13,9 @@
 #                loopback ports on both, a decoy unix socket, an external address, UDP to
 #                public resolvers, DNS, a host process, another sandbox's process, Mach
 #                services and LaunchServices, a launchd job, another terminal, sudo, node,
-#                the tools, the limits)
+#                the tools, the limits; and that what real installs need works: a hard
+#                link inside the run's dir, a terminal the run makes, Homebrew's OpenSSL
+#                files where they exist)
 #   item.*       one line for each of the newer self-check items, read from the probe's
 #                output: each must be there and ok (a missing item is a miss)
 #   self-test    the same items once more through the whole run path (limits wrapper, watch,
@@ -87,7 +89,12 @@ cat "$work/probe.txt"
 [ $st -eq 0 ] && item probe ok "every self-check item holds" || item probe FAIL "exit $st: see the items above"
 echo
 echo "== self-check items (from the probe above)"
-for name in endpoint6 decoy_port6 udp dns peer_sandbox services launchd_submit launchd_unstarted other_tty tools; do
+# readable runs only where Homebrew's OpenSSL is installed: it is expected then.
+readable=
+for f in /opt/homebrew/etc/openssl@3/openssl.cnf /usr/local/etc/openssl@3/openssl.cnf; do
+	[ -e "$f" ] && readable=readable
+done
+for name in own_hardlink endpoint6 decoy_port6 udp dns peer_sandbox services launchd_submit launchd_unstarted other_tty own_pty tools $readable; do
 	line=$(grep -E "^(ok  |warn|FAIL) +$name( |\$)" "$work/probe.txt" | head -1)
 	detail=$(printf '%s' "$line" | sed -E 's/^(ok  |warn|FAIL) +[^ ]+ +//' | cut -c1-100)
 	case $line in

@@ -233,6 +233,12 @@ func (in checkInput) targets(c *canaries) Targets {
 		DNSName:      in.DNSName,
 		DNSServers:   in.DNSServers,
 		Tools:        in.Tools,
+		OwnPTY:       c.ttyPath != "",
+	}
+	for _, f := range homebrewPublic {
+		if _, err := os.Stat(f); err == nil {
+			t.Readable = append(t.Readable, f)
+		}
 	}
 	if in.DNSName != "" {
 		t.ResolverSocket = in.ResolverSocket
@@ -256,6 +262,7 @@ func (in checkInput) targets(c *canaries) Targets {
 	cand := append([]string{}, c.secrets...)
 	cand = append(cand, filepath.Join(in.OperatorHome, ".ssh"), filepath.Join(in.OperatorHome, "Library", "Keychains"))
 	cand = append(cand, in.Hidden...)
+	cand = append(cand, homebrewKeyDirs...)
 	for _, p := range cand {
 		if _, err := os.Lstat(p); err == nil {
 			t.Secrets = append(t.Secrets, p)
@@ -263,6 +270,16 @@ func (in checkInput) targets(c *canaries) Targets {
 	}
 	return t
 }
+
+// homebrewPublic are the OpenSSL files of Homebrew's installs that the profile opens (its
+// node reads openssl.cnf at start); homebrewKeyDirs the key dirs beside them that stay shut.
+var (
+	homebrewPublic = []string{
+		"/opt/homebrew/etc/openssl@3/openssl.cnf", "/opt/homebrew/etc/openssl@3/cert.pem",
+		"/usr/local/etc/openssl@3/openssl.cnf", "/usr/local/etc/openssl@3/cert.pem",
+	}
+	homebrewKeyDirs = []string{"/opt/homebrew/etc/openssl@3/private", "/usr/local/etc/openssl@3/private"}
+)
 
 // inProfile runs argv under the run's profile, with port as its endpoint, and returns its
 // stdout, the tail of its stderr and its exit status (an error when it could not be run).

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -93,6 +94,11 @@ type Targets struct {
 	PeerPID int `json:"peer_pid,omitempty"`
 	// Tools are programs an agent's commands start: each must work in the profile.
 	Tools []Tool `json:"tools,omitempty"`
+	// Readable are public files the profile opens for real installs (Homebrew's OpenSSL
+	// configuration and CA bundle), those that exist on the host: each must read.
+	Readable []string `json:"readable,omitempty"`
+	// OwnPTY asks that a terminal the run makes itself opens (the pty extension's grant).
+	OwnPTY bool `json:"own_pty,omitempty"`
 	// Limits are the resource limits the run must have; EnvNames the only variables its
 	// environment may hold (the self-test's run).
 	Limits   *RunLimits `json:"limits,omitempty"`
@@ -106,6 +112,8 @@ const (
 	ItemWriteOut    = "write_outside"
 	ItemSecrets     = "secrets"
 	ItemHardlink    = "hardlink"
+	ItemOwnLink     = "own_hardlink" // a hard link inside the run's own dir works (git, npm's cache)
+	ItemReadable    = "readable"     // Homebrew's OpenSSL files read, where they exist
 	ItemKeychain    = "keychain"
 	ItemEndpoint    = "endpoint"
 	ItemEndpoint6   = "endpoint6" // the endpoint port on [::1] is the node's, or refused
@@ -120,6 +128,7 @@ const (
 	ItemServices    = "services"     // Mach services, LaunchServices, Apple events, launchd jobs (sandbox_check)
 	ItemLaunchd     = "launchd_submit"
 	ItemTTY         = "other_tty"
+	ItemOwnPTY      = "own_pty" // a terminal the run makes itself opens
 	ItemSetuid      = "setuid"
 	ItemNode        = "node"
 	ItemAgent       = "agent_version"
@@ -146,6 +155,8 @@ var items = []struct {
 	{ItemWriteOut, func(t Targets) bool { return len(t.WriteOutside) > 0 }, func(t Targets) check.Check { return writeOutside(t.WriteOutside) }},
 	{ItemSecrets, func(t Targets) bool { return len(t.Secrets) > 0 }, func(t Targets) check.Check { return secrets(t.Secrets) }},
 	{ItemHardlink, func(t Targets) bool { return t.LinkSource != "" && t.LinkDir != "" }, func(t Targets) check.Check { return hardlink(t.LinkSource, t.LinkDir) }},
+	{ItemOwnLink, func(t Targets) bool { return t.LinkDir != "" }, func(t Targets) check.Check { return ownHardlink(t.LinkDir) }},
+	{ItemReadable, func(t Targets) bool { return len(t.Readable) > 0 }, func(t Targets) check.Check { return readable(t.Readable) }},
 	{ItemKeychain, func(t Targets) bool { return t.Keychain != "" }, func(t Targets) check.Check { return keychain(t.Keychain) }},
 	{ItemEndpoint, func(t Targets) bool { return t.EndpointPort != 0 }, func(t Targets) check.Check { return endpoint(t.EndpointPort, t.EndpointEcho) }},
 	{ItemEndpoint6, func(t Targets) bool { return t.EndpointPort != 0 && t.Endpoint6 }, func(t Targets) check.Check { return endpoint6(t.EndpointPort) }},
@@ -168,6 +179,7 @@ var items = []struct {
 	{ItemServices, func(t Targets) bool { return t.AskAllowed != nil }, services},
 	{ItemLaunchd, func(t Targets) bool { return t.Launchctl != "" }, launchdSubmit},
 	{ItemTTY, func(t Targets) bool { return t.DecoyTTY != "" }, otherTTY},
+	{ItemOwnPTY, func(t Targets) bool { return t.OwnPTY }, func(Targets) check.Check { return ownPTY() }},
 	{ItemSetuid, func(t Targets) bool { return len(t.Setuid) > 0 }, func(t Targets) check.Check { return setuid(t.Setuid) }},
 	{ItemNode, func(t Targets) bool { return t.Node != "" || t.NodeMissing }, func(t Targets) check.Check { return nodeCPUs(t.Node) }},
 	{ItemAgent, func(t Targets) bool { return t.Agent != "" }, func(t Targets) check.Check { return agentVersion(t.Agent) }},
@@ -286,6 +298,66 @@ func hardlink(src, dir string) check.Check {
 		return fail(ItemHardlink, "F3,S3,M1", fmt.Sprintf("a hard link of %s failed with %s, not the sandbox's EPERM", src, errnoText(err)))
 	}
 	return pass(ItemHardlink, "F3,S3,M1", "a hard link to a secret outside is refused (EPERM)")
+}
+
+// ownHardlink makes a file in the run's own dir and a second name for it there: what git and
+// npm's cache do, which the profile's file-link grant of the run's dirs is for.
+func ownHardlink(dir string) check.Check {
+	const req = "S3,M1"
+	src := filepath.Join(dir, randomName(".anet-selfcheck-own-"))
+	dst := src + "-link"
+	defer os.Remove(src)
+	defer os.Remove(dst)
+	if err := os.WriteFile(src, []byte("anet self-check\n"), 0o600); err != nil {
+		return fail(ItemOwnLink, req, fmt.Sprintf("cannot write in the run's dir %s: %v", dir, err))
+	}
+	if err := os.Link(src, dst); err != nil {
+		return fail(ItemOwnLink, req, fmt.Sprintf("a hard link inside the run's dir %s failed: %s", dir, errnoText(err)))
+	}
+	a, err1 := os.Stat(src)
+	b, err2 := os.Stat(dst)
+	if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+		return fail(ItemOwnLink, req, fmt.Sprintf("the link in %s is not the same file (%v, %v)", dir, err1, err2))
+	}
+	return pass(ItemOwnLink, req, "a hard link inside the run's own dir works")
+}
+
+// readable reads each of paths: public files of real installs that the profile opens.
+func readable(paths []string) check.Check {
+	const req = "M1"
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err == nil {
+			_, err = f.Read(make([]byte, 1))
+			f.Close()
+			if errors.Is(err, io.EOF) {
+				err = nil // an empty file reads too
+			}
+		}
+		if err != nil {
+			return fail(ItemReadable, req, fmt.Sprintf("%s does not read in the profile: %s", p, errnoText(err)))
+		}
+	}
+	return pass(ItemReadable, req, fmt.Sprintf("%d public file(s) of the host's installs read: %s", len(paths), strings.Join(paths, ", ")))
+}
+
+// ownPTY makes a terminal the way a shell or expect does, through /dev/ptmx, and opens its
+// slave: the profile grants terminals only with the pty extension, which the kernel gives a
+// terminal made in the sandbox, so this proves the grant works and other_tty that it stops
+// there.
+func ownPTY() check.Check {
+	const req = "M1"
+	m, name, err := openDecoyTTY()
+	if err != nil {
+		return fail(ItemOwnPTY, req, "the run cannot make a terminal: "+err.Error())
+	}
+	defer m.Close()
+	s, err := os.OpenFile(name, os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return fail(ItemOwnPTY, req, fmt.Sprintf("the run's own terminal %s does not open: %s", name, errnoText(err)))
+	}
+	s.Close()
+	return pass(ItemOwnPTY, req, "a terminal the run made opens ("+name+")")
 }
 
 // keychain runs `security dump-keychain`, which without -d prints no secret: it must fail.

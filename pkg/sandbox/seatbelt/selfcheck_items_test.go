@@ -15,6 +15,7 @@ import (
 
 	"anet.dev/anet/pkg/check"
 	"anet.dev/anet/pkg/loopback"
+	"anet.dev/anet/pkg/reasons"
 )
 
 func wantCheck(t *testing.T, c check.Check, ok bool, detail string) {
@@ -209,5 +210,39 @@ func TestToolsM1(t *testing.T) {
 	wantCheck(t, tools([]Tool{{Argv: []string{"/bin/sh", "-c", "echo y >/dev/stderr"}, Stderr: "x\n"}}), false, `wrote "y\n" to its stderr`)
 	if got := defaultTools(true, "/opt/homebrew/bin/npm"); len(got) != 4 || got[0].Argv[0] != "/usr/bin/git" || got[3].Argv[1] != "-v" {
 		t.Errorf("defaultTools(dev tools, npm) = %v", got)
+	}
+}
+
+// M1: the grants real installs need are proved from inside as well: a public file the
+// profile opens must read (a missing or refused one fails, naming it), and a hard link in
+// the run's own dir must work (a dir the run cannot write fails).
+func TestGrantsItemsNeedTheGrantM1(t *testing.T) {
+	dir := t.TempDir()
+	cnf := filepath.Join(dir, "openssl.cnf")
+	if err := os.WriteFile(cnf, []byte("openssl_conf = openssl_init\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "cert.pem")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := readable([]string{cnf, empty}); !c.OK {
+		t.Errorf("readable files: %+v", c)
+	}
+	missing := filepath.Join(dir, "gone.cnf")
+	if c := readable([]string{cnf, missing}); c.OK || !strings.Contains(c.Detail, missing) || c.Code != reasons.SelfCheckFailed {
+		t.Errorf("a file that does not read passed or was not named: %+v", c)
+	}
+	if c := ownHardlink(dir); !c.OK {
+		t.Errorf("a hard link in a writable dir: %+v", c)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("own_hardlink left files behind: %v", entries)
+	}
+	if c := ownHardlink(filepath.Join(dir, "no-such-dir")); c.OK || c.Code != reasons.SelfCheckFailed {
+		t.Errorf("a dir the run cannot write in passed: %+v", c)
+	}
+	if c := ownPTY(); !c.OK {
+		t.Errorf("a terminal made here (no sandbox around the test) did not open: %+v", c)
 	}
 }

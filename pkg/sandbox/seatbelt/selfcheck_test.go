@@ -171,6 +171,8 @@ func TestSelfCheckFailsWithoutTheProfileM1(t *testing.T) {
 		ItemServices:    {false, "the profile allows mach-lookup com.apple.coreservices.launchservicesd"},
 		ItemLaunchd:     {false, "launchctl submit succeeded"},
 		ItemTTY:         {false, "opened /dev/pts/"},
+		ItemOwnPTY:      {true, "a terminal the run made opens (/dev/pts/"},
+		ItemOwnLink:     {true, "a hard link inside the run's own dir works"},
 		ItemSetuid:      {false, "/usr/bin/id -u"},
 		ItemNode:        {true, ""},
 		ItemAgent:       {true, "echo: echo (GNU coreutils)"},
