@@ -48,7 +48,9 @@ components=main
 script=
 keyring=
 case "$suite" in
-bookworm) pkgs+=(linux-image-amd64) ;;
+# ripgrep, socat: what Anthropic's sandbox-runtime needs on Linux beside bubblewrap; it is
+# the launch bench's other anchor (i-launch-bench), with Node copied in by the rig.
+bookworm) pkgs+=(linux-image-amd64 ripgrep socat) ;;
 # apparmor: the parser and apparmor.service, which loads /etc/apparmor.d at boot. Debian's
 # kernel has AppArmor built in; the rig's command line turns it on explicitly.
 trixie) pkgs+=(linux-image-amd64 apparmor) ;;

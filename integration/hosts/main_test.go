@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -58,6 +59,8 @@ const (
 	goPid1Name    = "gopid1"
 	standinName   = "standin" // the stand-in api.anthropic.com (./standin)
 	claudeName    = "claude"  // the pinned claude CLI, copied from the test agents' prefix
+	nodeName      = "node"    // the agents' Node, for sandbox-runtime in the launch bench
+	srtTar        = "srt.tar" // sandbox-runtime at the Makefile's pin, npm-installed here
 	debDir        = "debs"
 	versionFile   = "version"
 	upgradeSuffix = "+rig1"
@@ -139,7 +142,43 @@ func buildPackages(dir string) error {
 			return fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	}
+	if err := installSRT(root, filepath.Join(dir, toolsDir)); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(dir, versionFile), []byte(v+"\n"), 0o644)
+}
+
+// srtPin is the Makefile's SRT_VERSION: the sandbox-runtime make bench-compare measures.
+var srtPin = regexp.MustCompile(`(?m)^SRT_VERSION\s*:=\s*(\S+)$`)
+
+// installSRT npm-installs sandbox-runtime at the Makefile's pin into a tree and packs it as
+// tools/srt.tar, for the launch bench in the guest (which has no npm and no network).
+func installSRT(root, tools string) error {
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		return err
+	}
+	m := srtPin.FindSubmatch(mk)
+	if m == nil {
+		return fmt.Errorf("the Makefile names no SRT_VERSION")
+	}
+	tree := filepath.Join(tools, "srt")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		return err
+	}
+	pj := fmt.Sprintf(`{"private":true,"dependencies":{"@anthropic-ai/sandbox-runtime":%q}}`, string(m[1]))
+	if err := os.WriteFile(filepath.Join(tree, "package.json"), []byte(pj), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--loglevel=error")
+	cmd.Dir = tree
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("npm install @anthropic-ai/sandbox-runtime@%s (the launch bench's anchor): %v\n%s", m[1], err, out)
+	}
+	if out, err := exec.Command("tar", "-C", tree, "-cf", filepath.Join(tools, srtTar), ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("tar sandbox-runtime: %v\n%s", err, out)
+	}
+	return os.RemoveAll(tree)
 }
 
 // debName is the file name the Makefile gives the .deb of version v.

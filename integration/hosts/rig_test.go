@@ -168,6 +168,10 @@ func prepareShare(t *testing.T, s suite, share string, names []string) {
 	if slices.Contains(names, claudeScenario) { // 370 MB: only for the guest that runs it
 		copyInto(t, claudeProgram(t), filepath.Join(share, toolsDir, claudeName))
 	}
+	if slices.Contains(names, benchScenario) {
+		copyInto(t, filepath.Join(prep, toolsDir, srtTar), filepath.Join(share, toolsDir, srtTar))
+		copyInto(t, agentsProgram(t, "node/bin/node"), filepath.Join(share, toolsDir, nodeName))
+	}
 	one := "" // run.sh runs every scenario in the share, or this one
 	if os.Getenv(envScenario) != "" && len(names) == 1 {
 		one = names[0]
@@ -182,18 +186,24 @@ func prepareShare(t *testing.T, s suite, share string, names []string) {
 // claudeScenario is the scenario that runs the real claude CLI in the guest.
 const claudeScenario = "j-claude"
 
+// benchScenario is the launch bench, whose sandbox-runtime anchor needs Node.
+const benchScenario = "i-launch-bench"
+
 // claudeProgram is the pinned claude CLI the integration tests run (.ci/npm-agents.sh installs
-// it): its native program, which j-claude installs in the guest as npm would. Without it the
-// rig fails here, loudly, naming the command that installs it.
-func claudeProgram(t *testing.T) string {
+// it): its native program, which j-claude installs in the guest as npm would.
+func claudeProgram(t *testing.T) string { return agentsProgram(t, "bin/claude") }
+
+// agentsProgram is rel in the test agents' prefix (.ci/npm-agents.sh), resolved. Without it
+// the rig fails here, loudly, naming the command that installs it.
+func agentsProgram(t *testing.T, rel string) string {
 	t.Helper()
 	prefix := os.Getenv("ANET_TEST_AGENTS_DIR")
 	if prefix == "" {
 		prefix = "/opt/anet-test-agents"
 	}
-	p, err := filepath.EvalSymlinks(filepath.Join(prefix, "bin", "claude"))
+	p, err := filepath.EvalSymlinks(filepath.Join(prefix, rel))
 	if err != nil {
-		t.Fatalf("the pinned claude CLI for j-claude: %v (install it as root: bash .ci/npm-agents.sh)", err)
+		t.Fatalf("%s of the test agents for the guest: %v (install them as root: bash .ci/npm-agents.sh)", rel, err)
 	}
 	return p
 }
