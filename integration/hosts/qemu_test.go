@@ -72,7 +72,7 @@ func bootGuest(t *testing.T, s suite, share, console string) guest {
 			if oops := emulatorFault(console); oops != "" {
 				// TCG runs the guest's vCPUs on threads of its own, and a kernel patching its
 				// own code (jump labels) now and then hits a stale translation on the other
-				// vCPU: an Oops at int3 before user space, seen on Debian 13's kernel. That
+				// vCPU: an Oops at int3 early in the boot, seen on Debian 13's kernel. That
 				// is QEMU's fault, not the guest's or the node's: the boot, in which no
 				// scenario ran, is tried once more, and the first console is kept.
 				os.Rename(console, console+".oops")
