@@ -26,7 +26,7 @@ var readsForeignBytes = map[string]string{
 	"pkg/modelproxy/metering":   "an upstream's answers, read for their usage",
 	"pkg/termsafe":              "peer and agent text shown on a terminal",
 	"pkg/config":                "the operator's YAML",
-	"pkg/sandbox/seatbelt":      "Seatbelt profiles read by the linter",
+	"pkg/sandbox/seatbelt":      "Seatbelt profiles read by the linter, the host's Xcode select link",
 	"pkg/peeraddr":              "the peer addresses an operator types",
 	"pkg/agents":                "the version an agent's interpreter prints",
 	"pkg/receipt":               "anet-egress's receipts and the store's copy of them",

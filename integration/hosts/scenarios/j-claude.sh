@@ -45,7 +45,8 @@ ok "api.anthropic.com is the stand-in at 127.0.0.1:443, verified through the sys
 say "op's node answers with claude; untrusted peers run in the sandbox"
 ensure_op_node
 as_op sh -c 'umask 022; printf "%s\n" "auto_reply:" "  agent: claude" "  untrusted: sandbox" "  api_timeout_seconds: 480" >~/.config/anet/config.yaml'
-as_op sh -c "umask 077; printf '%s\n' 'anthropic: $key' >~/.config/anet/keys.yaml"
+# The key travels on stdin, never in an argv another user could read.
+as_op sh -c 'umask 077; printf "anthropic: %s\n" "$(cat)" >~/.config/anet/keys.yaml' </root/standin.key
 timed "systemctl --user restart anetd" as_op systemctl --user restart anetd || fail "restart op's node"
 wait_for 60 as_op anet status || fail "op's node does not answer after its restart"
 ensure_op2_node

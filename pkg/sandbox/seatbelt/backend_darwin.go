@@ -50,7 +50,6 @@ type Backend struct {
 	log      *slog.Logger
 	home     string // the operator's home, resolved
 	userTemp string // the operator's own temp dir, resolved, or ""
-	devTools bool   // the developer tools are installed: /usr/bin/git and python3 run a program
 }
 
 var (
@@ -74,8 +73,6 @@ func New(o launch.Options) (*Backend, error) {
 			b.userTemp = d
 		}
 	}
-	// Without them the /usr/bin shims only offer to install them: nothing to check.
-	b.devTools = exec.Command("/usr/bin/xcode-select", "-p").Run() == nil
 	return b, nil
 }
 
@@ -212,19 +209,23 @@ func (b *Backend) checkInput(r *run, port int, agent string) checkInput {
 		Keychain: "/usr/bin/security", Setuid: []string{"/usr/bin/sudo", "-n", "/usr/bin/id", "-u"}, External: External,
 		Peer: b.raw(r),
 	}
-	b.systemTargets(&in)
+	b.systemTargets(&in, r.params.DeveloperDir)
 	return in
 }
 
 // systemTargets adds what every self-check asks of macOS itself: its services and
 // launchd, other terminals, DNS and UDP beyond the machine, and the tools agents start.
-func (b *Backend) systemTargets(in *checkInput) {
+func (b *Backend) systemTargets(in *checkInput, developerDir string) {
 	in.Services, in.Launchctl, in.OperatorTTYs = true, "/bin/launchctl", true
 	in.UDP, in.DNSName = PublicResolvers, PublicName
 	if _, err := os.Lstat(ResolverSocket); err == nil {
 		in.ResolverSocket = ResolverSocket
 	}
-	in.Tools = defaultTools(b.devTools, onPATH("npm"))
+	// developerDir is the one the run's profile opens, where the xcrun shims find git and
+	// python3: without it the /usr/bin shims only offer to install the tools, and there is
+	// nothing to check.
+	dev, err := os.Stat(developerDir)
+	in.Tools = defaultTools(err == nil && dev.IsDir(), onPATH("npm"))
 }
 
 // onPATH is the first program name in a run's PATH, or "".
@@ -305,7 +306,7 @@ func (b *Backend) SelfTest(ctx context.Context, o launch.SelfTestOptions) ([]che
 	}
 	// No peer here: each program below starts as a run, whose own check before the turn
 	// starts one beside it.
-	b.systemTargets(&in)
+	b.systemTargets(&in, activeDeveloperDir(b.home))
 	// Each program runs as a run of its own, started as anetd's are, one after the other in
 	// the same run dirs (a run's dirs are made fresh and removed with it).
 	asRun := func(ctx context.Context, port int, argv []string) ([]byte, string, int, error) {

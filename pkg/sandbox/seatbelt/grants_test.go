@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"anet.dev/anet/pkg/sandbox"
 )
 
 // What the profile grants, read the way Seatbelt reads it: the last rule that matches an
@@ -70,9 +72,9 @@ func matches(flt *node, vals map[string]string, arg string, ext []string) bool {
 	case "literal", "global-name", "sysctl-name", "ipc-posix-name":
 		return arg == v
 	case "subpath":
-		return within(arg, v)
+		return sandbox.Within(arg, v)
 	case "path-ancestors":
-		return within(v, arg)
+		return sandbox.Within(v, arg)
 	case "sysctl-name-prefix":
 		return strings.HasPrefix(arg, v)
 	case "regex", "ipc-posix-name-regex":

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"anet.dev/anet/pkg/sandbox"
 )
 
 // Violation is one way a profile breaks the rules Lint enforces.
@@ -424,16 +426,11 @@ func inKeyDir(kind, path string) bool {
 		return true
 	}
 	for _, d := range keyDirs {
-		if kind == "subpath" && within(d, path) || within(path, d) {
+		if kind == "subpath" && sandbox.Within(d, path) || sandbox.Within(path, d) {
 			return true
 		}
 	}
 	return false
-}
-
-// within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // pathFilter checks one filter of a file operation (or process-exec).

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"anet.dev/anet/pkg/check"
+	"anet.dev/anet/pkg/sandbox"
 )
 
 // The self-check items beyond files and the endpoint: the system's services, launchd,
@@ -110,7 +111,7 @@ func launchdSubmit(t Targets) check.Check {
 	if err == nil {
 		return fail(ItemLaunchd, req, "launchctl submit succeeded: launchd took a job from the run, to run outside the sandbox")
 	}
-	return pass(ItemLaunchd, req, clip("launchctl submit refused: "+errnoText(err)+": "+lastLine(out.String())))
+	return pass(ItemLaunchd, req, clip("launchctl submit refused: "+errnoText(err)+": "+sandbox.LastLine(out.String())))
 }
 
 // otherTTY opens terminals the run did not open: the host's decoy and the operator's own.
@@ -366,21 +367,13 @@ func tools(list []Tool) check.Check {
 		cancel()
 		name := filepath.Base(argv[0])
 		if err != nil {
-			return fail(ItemTools, req, clip(fmt.Sprintf("%s in the profile: %v: %s", strings.Join(argv, " "), err, lastLine(errb.String()))))
+			return fail(ItemTools, req, clip(fmt.Sprintf("%s in the profile: %v: %s", strings.Join(argv, " "), err, sandbox.LastLine(errb.String()))))
 		}
-		first := lastLine(out.String() + errb.String())
+		first := sandbox.LastLine(out.String() + errb.String())
 		if tool.Stderr != "" && errb.String() != tool.Stderr {
 			return fail(ItemTools, req, fmt.Sprintf("%s wrote %q to its stderr, want %q", strings.Join(argv, " "), errb.String(), tool.Stderr))
 		}
 		seen = append(seen, name+": "+first)
 	}
 	return pass(ItemTools, req, clip(strings.Join(seen, "; ")))
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }
